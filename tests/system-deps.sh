@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Debian packages the test suite measures against (run as root; skipped when already present):
+#   fluidsynth + fluid-soundfont-gm  independent MIDI renderer (MTS tuning, speed comparison)
+#   jackd2                           JACK server with the dummy backend, for live-MIDI tests
+#   chromium + chromium-driver       headless browser for the audio-guide page
+#   lilypond                         PDF engraving of the score
+#   sox                              independent audio measurements
+set -eu
+pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox"
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "tests/system-deps.sh: missing Debian packages:$missing (run as root to install)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  # jackd2 asks about realtime priority; answer no without a prompt
+  echo "jackd2 jackd/tweak_rt_limits boolean false" | debconf-set-selections
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi

@@ -1,0 +1,3 @@
+from yuexuan.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""The Timeline: the single source of truth for timing, read by every output.
+
+All times are seconds from the start of the compiled selection. The JSON form
+(:func:`to_dict` / :func:`from_dict`) is a documented, stable contract: see
+``docs/timeline.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Ceremony:
+    """What was compiled: the rite, the rank, its suspension and tuning."""
+
+    name: str
+    rank: str                 # 天子 | 诸侯 | 卿大夫 | 士
+    suspension: str           # 宫县 | 轩县 | 判县 | 特县
+    huangzhong_hz: float      # frequency of 黄钟 (合), Hz
+    variants: dict = field(default_factory=dict)   # variant key -> chosen commentator
+
+
+@dataclass(frozen=True)
+class Cue:
+    """One cue of the music programme, placed on the timeline."""
+
+    id: str
+    piece: str
+    action: str               # 奏 | 歌 | 管 | 射 | 诺 …
+    start: float              # s
+    end: float                # s
+    instruments: tuple        # instrument names, as in notes
+    reconstruction: bool      # True when any music of this cue is a modern reconstruction
+    source: str               # the quoted sentence of the text behind the cue
+    kind: str = "music"       # music | shejie (射节 drum grid) | shoot (unaccompanied round)
+    starts_when: str = ""     # the ritual action that starts it (quoted)
+    ends_when: str = ""       # the ritual action that ends it (quoted)
+    open_ended: bool = False  # ends on a ritual action, not after a count of 终
+    performers: str = ""
+    gloss: str = ""           # English gloss of the source
+    phrases: tuple = ()       # start times (s) of its phrases; a soft stop ends at the next one
+
+
+@dataclass(frozen=True)
+class Note:
+    """One sounded event, drums and calls included."""
+
+    time: float               # onset, s
+    duration: float           # s
+    instrument: str           # exact instrument name (e.g. 建鼓·东)
+    cue: str                  # cue id
+    midi: int                 # nearest MIDI key, or the GM drum key for unpitched bodies
+    hz: float | None          # exact 三分损益 frequency; None if unpitched
+    velocity: int             # 1..127
+    lv: str | None = None     # 律 name with octave mark, e.g. 黄 / 黄清 / 黄浊
+    cents: float | None = None  # hz relative to the equal-tempered midi key, cents
+    lyric: str | None = None  # the syllable sung, where there are words
+
+
+@dataclass(frozen=True)
+class Beat:
+    """A 建鼓 stroke of a 射节 cue: the beat a shot must meet in round 3."""
+
+    time: float
+    cue: str
+    pair: str | None
+    jie: int                  # 1-based 节 within the pair's turn
+    shoot: bool               # a shooting 节 (拾发) rather than a heard one
+    role: str | None          # 上射 | 下射, for the arrow bound to this stroke
+    archer: str | None
+    arrow: int | None         # 1..4, the archer's arrow number
+
+
+@dataclass(frozen=True)
+class Timeline:
+    ceremony: Ceremony
+    cues: tuple
+    notes: tuple              # sorted by (time, instrument)
+    beats: tuple              # sorted by time
+    instruments: dict = field(default_factory=dict)   # name -> plain dict of instrument facts
+
+    @property
+    def duration(self) -> float:
+        """Seconds until the last note has finished or the last cue has ended."""
+        ends = [c.end for c in self.cues] + [n.time + n.duration for n in self.notes]
+        return max(ends, default=0.0)
+
+    def cue(self, cue_id: str) -> Cue:
+        for c in self.cues:
+            if c.id == cue_id:
+                return c
+        raise KeyError(cue_id)
+
+    def notes_array(self) -> np.ndarray:
+        """Notes as a structured array: time, duration (s), midi, hz (NaN if unpitched), velocity,
+        instrument (index into ``instrument_names()``)."""
+        names = self.instrument_names()
+        index = {n: i for i, n in enumerate(names)}
+        arr = np.zeros(len(self.notes), dtype=[("time", "f8"), ("duration", "f8"), ("midi", "i2"),
+                                               ("hz", "f8"), ("velocity", "i2"), ("instrument", "i2")])
+        if self.notes:
+            arr["time"] = [n.time for n in self.notes]
+            arr["duration"] = [n.duration for n in self.notes]
+            arr["midi"] = [n.midi for n in self.notes]
+            arr["hz"] = [np.nan if n.hz is None else n.hz for n in self.notes]
+            arr["velocity"] = [n.velocity for n in self.notes]
+            arr["instrument"] = [index[n.instrument] for n in self.notes]
+        return arr
+
+    def beat_times(self, cue: str | None = None) -> np.ndarray:
+        """Times (s) of the 射节 建鼓 strokes, optionally of one cue, ascending."""
+        return np.array([b.time for b in self.beats if cue is None or b.cue == cue], dtype=float)
+
+    def instrument_names(self) -> list:
+        """Instrument names in a stable order: the instruments table, then any others in notes."""
+        names = list(self.instruments)
+        seen = set(names)
+        for n in self.notes:
+            if n.instrument not in seen:
+                seen.add(n.instrument)
+                names.append(n.instrument)
+        return names
+
+
+def _r(x: float) -> float:
+    return round(float(x), 6)
+
+
+def to_dict(tl: Timeline) -> dict:
+    """The JSON contract (docs/timeline.md). Times rounded to the microsecond."""
+    cer = asdict(tl.ceremony)
+    cues = []
+    for c in tl.cues:
+        d = asdict(c)
+        d["start"], d["end"] = _r(c.start), _r(c.end)
+        d["instruments"] = list(c.instruments)
+        d["phrases"] = [_r(t) for t in c.phrases]
+        cues.append(d)
+    notes = []
+    for n in tl.notes:
+        notes.append({"time": _r(n.time), "duration": _r(n.duration), "instrument": n.instrument,
+                      "cue": n.cue, "midi": n.midi, "hz": None if n.hz is None else round(n.hz, 4),
+                      "velocity": n.velocity, "lv": n.lv,
+                      "cents": None if n.cents is None else round(n.cents, 2), "lyric": n.lyric})
+    beats = []
+    for b in tl.beats:
+        d = asdict(b)
+        d["time"] = _r(b.time)
+        beats.append(d)
+    return {"schema": SCHEMA_VERSION, "ceremony": cer, "cues": cues, "notes": notes,
+            "beats": beats, "instruments": tl.instruments}
+
+
+def from_dict(d: dict) -> Timeline:
+    """Inverse of :func:`to_dict` (for tools reading a saved timeline)."""
+    cer = Ceremony(**d["ceremony"])
+    cues = tuple(Cue(**{**c, "instruments": tuple(c["instruments"]),
+                        "phrases": tuple(c.get("phrases", ()))}) for c in d["cues"])
+    notes = tuple(Note(**n) for n in d["notes"])
+    beats = tuple(Beat(**b) for b in d["beats"])
+    return Timeline(cer, cues, notes, beats, dict(d.get("instruments", {})))

@@ -1,0 +1,114 @@
+"""Reading TOML data files with errors that name the file, the line and the key."""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from pathlib import Path
+
+from yuexuan.errors import UserError
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+def load(path: str | Path) -> tuple[dict, str]:
+    """Parse a TOML file; return (data, text). Syntax errors become :class:`UserError`."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError("no such file", file=str(path)) from None
+    except IsADirectoryError:
+        raise UserError("is a directory, expected a TOML file", file=str(path)) from None
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise UserError(f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES}", file=str(path))
+    if b"\0" in raw:
+        raise UserError("binary file, expected UTF-8 TOML text", file=str(path))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start})", file=str(path)) from None
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+        line = int(m.group(1)) if m else None
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", msg)
+        col = f", column {m.group(2)}" if m else ""
+        raise UserError(f"TOML syntax error{col}: {msg}", file=str(path), line=line) from None
+
+
+def line_of(text: str, key: str, value: str | None = None, start: int = 1) -> int | None:
+    """1-based line of ``key = …`` (optionally ``key = "value"``) at or after line ``start``."""
+    pat = re.compile(r"^\s*" + re.escape(key) + r"\s*=" +
+                     (r"\s*[\"']" + re.escape(value) + r"[\"']" if value is not None else ""))
+    for i, line in enumerate(text.splitlines()[start - 1:], start=start):
+        if pat.search(line):
+            return i
+    return None
+
+
+def table_line(text: str, header: str, index: int) -> int | None:
+    """1-based line of the ``index``-th (0-based) ``[[header]]`` array-of-tables header."""
+    n = -1
+    for i, line in enumerate(text.splitlines(), start=1):
+        if line.strip() == f"[[{header}]]":
+            n += 1
+            if n == index:
+                return i
+    return None
+
+
+class Fields:
+    """Typed access to one TOML table with errors naming file, line and key."""
+
+    def __init__(self, data: dict, file: str, text: str, prefix: str, line: int | None = None):
+        if not isinstance(data, dict):
+            raise UserError("expected a table", file=file, line=line, key=prefix)
+        self.data, self.file, self.text, self.prefix, self.line = data, file, text, prefix, line
+
+    def _key(self, k: str) -> str:
+        return f"{self.prefix}.{k}" if self.prefix else k
+
+    def _line(self, k: str) -> int | None:
+        return line_of(self.text, k, start=self.line or 1) or self.line
+
+    def error(self, k: str, msg: str) -> UserError:
+        return UserError(msg, file=self.file, line=self._line(k), key=self._key(k))
+
+    def has(self, k: str) -> bool:
+        return k in self.data
+
+    def get(self, k: str, kind: type | tuple, default=..., *, choices=None, lo=None, hi=None):
+        """Value of key ``k``: of ``kind``, in ``choices``, within [lo, hi]; ``default`` if absent."""
+        if k not in self.data:
+            if default is ...:
+                raise UserError("missing key", file=self.file, line=self.line, key=self._key(k))
+            return default
+        v = self.data[k]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if float in kinds and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
+            names = " or ".join({float: "a number", int: "an integer", str: "a string", bool: "true or false",
+                                 list: "an array", dict: "a table"}.get(t, t.__name__) for t in kinds)
+            raise self.error(k, f"expected {names}, got {v!r}")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self.error(k, f"expected a finite number, got {v!r}")
+        if choices is not None and v not in choices:
+            raise self.error(k, f"unknown value {v!r}; expected one of: {', '.join(map(str, choices))}")
+        if lo is not None and v < lo:
+            raise self.error(k, f"{v!r} is too small; expected at least {lo}")
+        if hi is not None and v > hi:
+            raise self.error(k, f"{v!r} is too large; expected at most {hi}")
+        return v
+
+    def unknown(self, allowed: set) -> None:
+        """Reject keys not in ``allowed`` (catches typos)."""
+        for k in self.data:
+            if k not in allowed:
+                raise self.error(k, f"unknown key; expected one of: {', '.join(sorted(allowed))}")
