@@ -1,0 +1,436 @@
+"""The courtyard drawing: an SVG of the 堂, the stairs, the three 县, the 侯道 and the listeners.
+
+Positions come from ``rite/courtyard.toml`` and the timeline's instrument facts (metres; x east,
+y north). Two panels share one file: the 乐县 in detail (north up) and the whole 侯道 at a smaller
+scale. Every instrument is drawn exactly once, as ``<g id="inst-NAME" data-instrument="NAME">``,
+so a page can light it (class ``sounding``). Pure: :func:`layout_svg` returns text.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from yuexuan import paths, tomlfile
+from yuexuan.errors import UserError
+
+SVG_NS = "http://www.w3.org/2000/svg"
+FONT = ("'Noto Sans CJK SC','Source Han Sans SC','PingFang SC','Microsoft YaHei',"
+        "'WenQuanYi Micro Hei','Noto Sans',Arial,sans-serif")
+FAMILY_COLOUR = {"bell": "#b8860b", "stone": "#5f7f8f", "drum": "#a0402a", "string": "#6b4f9f",
+                 "pipe": "#3f7f3f", "voice": "#2f4f8f"}
+FAMILY_EN = {"bell": "bells", "stone": "stone chimes", "drum": "drums", "string": "zithers",
+             "pipe": "pipes", "voice": "voices"}
+XIAN_LABEL = {"东": "东县 east", "西": "西县 west", "北": "北 (阶间) north", "堂上": "堂上 on the hall"}
+
+# Detail panel: the 县 and the 堂 (metres), and its scale (px per metre).
+DETAIL_X = (-15.0, 15.0)
+DETAIL_Y = (-12.5, 9.0)
+DETAIL_PX = 22.0
+# Overview panel: the whole 侯道.
+OVER_PX = 3.4
+STYLE = """
+.yx-inst .yx-mark { stroke: #222; stroke-width: 1.2; }
+.yx-inst text { font-size: 13px; fill: #111; }
+.yx-inst.sounding .yx-mark { fill: #ffd21f; stroke: #d40000; stroke-width: 3; }
+.yx-inst.sounding text { fill: #d40000; font-weight: bold; }
+.yx-small { font-size: 11px; fill: #333; }
+.yx-label { font-size: 13px; fill: #111; }
+.yx-title { font-size: 18px; font-weight: bold; fill: #111; }
+.yx-sub { font-size: 14px; font-weight: bold; fill: #222; }
+"""
+
+
+@dataclass(frozen=True)
+class Place:
+    name: str
+    english: str
+    position_m: tuple          # (x, y, z) metres
+    pinyin: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    pinyin: str
+    english: str
+    distance_bu: float         # 侯道 in 貍步
+    position_m: tuple
+    fa_m: tuple                # the 乏 (screen), metres
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    english: str
+    position_m: tuple
+    facing_deg: float          # 0 = north, 90 = east
+
+
+@dataclass(frozen=True)
+class Courtyard:
+    tang_x_m: tuple
+    tang_y_m: tuple
+    bu_m: float
+    landmarks: tuple
+    targets: tuple
+    listeners: tuple
+
+
+def _xyz(f: tomlfile.Fields, key: str) -> tuple:
+    v = f.get(key, list)
+    if len(v) != 3 or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in v):
+        raise f.error(key, "expected [x, y, z] in metres")
+    return tuple(float(a) for a in v)
+
+
+def load_courtyard(path: str | Path | None = None) -> Courtyard:
+    """Read ``rite/courtyard.toml`` (or ``path``); errors name the file, line and key."""
+    path = Path(path) if path else paths.rite_dir() / "courtyard.toml"
+    data, text = tomlfile.load(path)
+    top = tomlfile.Fields(data, str(path), text, "")
+    tang = tomlfile.Fields(top.get("tang", dict), str(path), text, "tang")
+    tx, ty = tang.get("x_m", list), tang.get("y_m", list)
+    if len(tx) != 2 or len(ty) != 2:
+        raise tang.error("x_m", "expected [min, max] in metres for x_m and y_m")
+
+    def tables(key: str) -> list:
+        out = []
+        for i, t in enumerate(top.get(key, list, [])):
+            out.append(tomlfile.Fields(t, str(path), text, f"{key}[{i}]",
+                                       line=tomlfile.table_line(text, key, i)))
+        return out
+
+    landmarks = tuple(Place(f.get("name", str), f.get("english", str, ""), _xyz(f, "position_m"),
+                            source=f.get("source", str, "")) for f in tables("landmark"))
+    targets = tuple(Target(f.get("name", str), f.get("pinyin", str, ""), f.get("english", str, ""),
+                           f.get("distance_bu", float), _xyz(f, "position_m"), _xyz(f, "fa_m"))
+                    for f in tables("target"))
+    listeners = tuple(Listener(f.get("name", str), f.get("english", str, ""), _xyz(f, "position_m"),
+                               f.get("facing_deg", float, 0.0)) for f in tables("listener"))
+    return Courtyard((float(tx[0]), float(tx[1])), (float(ty[0]), float(ty[1])),
+                     top.get("bu_m", float, 1.386), landmarks, targets, listeners)
+
+
+class _Panel:
+    """Maps courtyard metres to SVG pixels (north up)."""
+
+    def __init__(self, x0_px: float, y0_px: float, xr: tuple, yr: tuple, px: float):
+        self.x0, self.y0, self.xr, self.yr, self.px = x0_px, y0_px, xr, yr, px
+
+    def __call__(self, x: float, y: float) -> tuple:
+        return (round(self.x0 + (x - self.xr[0]) * self.px, 1),
+                round(self.y0 + (self.yr[1] - y) * self.px, 1))
+
+    @property
+    def size(self) -> tuple:
+        return ((self.xr[1] - self.xr[0]) * self.px, (self.yr[1] - self.yr[0]) * self.px)
+
+    def holds(self, x: float, y: float) -> bool:
+        return self.xr[0] <= x <= self.xr[1] and self.yr[0] <= y <= self.yr[1]
+
+
+def _el(parent, tag: str, text: str | None = None, **attrs):
+    e = ET.SubElement(parent, tag, {k.rstrip("_").replace("_", "-"): str(v) for k, v in attrs.items()})
+    if text is not None:
+        e.text = text
+    return e
+
+
+def _text_w(s: str, size: float) -> float:
+    """Rough width (px) of ``s`` at font ``size``: CJK full width, Latin about 0.6."""
+    return sum(size if ord(c) > 0x2E80 else 0.6 * size for c in s)
+
+
+def _marker(g, family: str, cx: float, cy: float, r: float = 7.0) -> None:
+    fill = FAMILY_COLOUR.get(family, "#888")
+    if family == "stone":        # a chime frame: a wide bar
+        _el(g, "rect", class_="yx-mark", x=cx - 1.5 * r, y=cy - 0.6 * r, width=3 * r, height=1.2 * r,
+            fill=fill)
+    elif family == "bell":
+        _el(g, "path", class_="yx-mark", fill=fill,
+            d=f"M{cx - r:.1f},{cy + r:.1f} L{cx - 0.6 * r:.1f},{cy - r:.1f} "
+              f"L{cx + 0.6 * r:.1f},{cy - r:.1f} L{cx + r:.1f},{cy + r:.1f} Z")
+    elif family == "drum":
+        _el(g, "circle", class_="yx-mark", cx=cx, cy=cy, r=r, fill=fill)
+    elif family == "string":
+        _el(g, "rect", class_="yx-mark", x=cx - 1.2 * r, y=cy - 0.45 * r, width=2.4 * r,
+            height=0.9 * r, fill=fill)
+    elif family == "pipe":
+        _el(g, "path", class_="yx-mark", fill=fill,
+            d=f"M{cx:.1f},{cy - r:.1f} L{cx + r:.1f},{cy + r:.1f} L{cx - r:.1f},{cy + r:.1f} Z")
+    else:                        # voices: a diamond
+        _el(g, "path", class_="yx-mark", fill=fill,
+            d=f"M{cx:.1f},{cy - r:.1f} L{cx + r:.1f},{cy:.1f} L{cx:.1f},{cy + r:.1f} "
+              f"L{cx - r:.1f},{cy:.1f} Z")
+
+
+class _Labeller:
+    """Greedy label placement: right, left, below, above, then further out; avoids overlaps."""
+
+    def __init__(self):
+        self.boxes: list = []
+
+    def reserve(self, x0, y0, x1, y1) -> None:
+        self.boxes.append((x0, y0, x1, y1))
+
+    def _free(self, b) -> bool:
+        return all(b[2] <= o[0] or b[0] >= o[2] or b[3] <= o[1] or b[1] >= o[3] for o in self.boxes)
+
+    def place(self, cx: float, cy: float, text: str, size: float, gap: float = 10.0) -> tuple:
+        """Return (x, y, anchor) for the text near (cx, cy); the box is reserved."""
+        w, h = _text_w(text, size), size * 1.15
+        cands = []
+        for k in (1.0, 1.8, 2.6):
+            g = gap * k
+            cands += [(cx + g, cy, "start", (cx + g, cy - h / 2, cx + g + w, cy + h / 2)),
+                      (cx - g, cy, "end", (cx - g - w, cy - h / 2, cx - g, cy + h / 2)),
+                      (cx, cy + g + h / 2, "middle", (cx - w / 2, cy + g, cx + w / 2, cy + g + h)),
+                      (cx, cy - g - h / 2, "middle", (cx - w / 2, cy - g - h, cx + w / 2, cy - g))]
+        for x, y, anchor, box in cands:
+            if self._free(box):
+                self.reserve(*box)
+                return x, y, anchor
+        x, y, anchor, box = cands[0]
+        self.reserve(*box)
+        return x, y, anchor
+
+
+def _label(parent, lab: _Labeller, cx, cy, text, size=13.0, cls="yx-label", gap=10.0):
+    x, y, anchor = lab.place(cx, cy, text, size, gap)
+    return _el(parent, "text", text, class_=cls, x=round(x, 1), y=round(y, 1), dy="0.35em",
+               text_anchor=anchor)
+
+
+def _clusters(items: list, gap_m: float = 3.5) -> list:
+    """Split (name, x, y) items into groups whose members lie within ``gap_m`` of another."""
+    groups: list = []
+    for it in items:
+        near = [g for g in groups if any(math.hypot(it[1] - o[1], it[2] - o[2]) <= gap_m for o in g)]
+        merged = [it]
+        for g in near:
+            merged += g
+            groups.remove(g)
+        groups.append(merged)
+    return groups
+
+
+def instrument_id(name: str) -> str:
+    """The SVG id of an instrument's element (XML names allow CJK and the middle dot)."""
+    return "inst-" + name.replace(" ", "_")
+
+
+def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
+    """The courtyard drawing as SVG text.
+
+    ``instruments`` maps name -> facts dict (as in ``Timeline.instruments``: pinyin, english,
+    family, xian, position_m …).
+    """
+    if not instruments:
+        raise UserError("no instruments to draw")
+    det = _Panel(20, 95, DETAIL_X, DETAIL_Y, DETAIL_PX)
+    far_y = min([t.position_m[1] for t in court.targets] + [t.fa_m[1] for t in court.targets]
+                + [DETAIL_Y[0]]) - 8.0
+    far_x = (min([DETAIL_X[0]] + [t.fa_m[0] - 10 for t in court.targets]), DETAIL_X[1])
+    over = _Panel(det.x0 + det.size[0] + 70, 95, far_x, (far_y, DETAIL_Y[1]), OVER_PX)
+    width = over.x0 + over.size[0] + 130
+    legend_y = max(det.y0 + det.size[1], over.y0 + over.size[1]) + 40
+    n_legend = len(instruments) + len(court.targets) + len(court.landmarks) + len(court.listeners) + 4
+    height = legend_y + 20 * n_legend + 40
+
+    root = ET.Element("svg", {"xmlns": SVG_NS, "version": "1.1", "width": f"{width:.0f}",
+                              "height": f"{height:.0f}", "viewBox": f"0 0 {width:.0f} {height:.0f}",
+                              "font-family": FONT, "role": "img", "aria-labelledby": "yx-title"})
+    _el(root, "title", title or "大射仪 乐县 · The Great Archery Rite: the music suspension and the range",
+        id="yx-title")
+    _el(root, "style", STYLE)
+    _el(root, "rect", x=0, y=0, width=f"{width:.0f}", height=f"{height:.0f}", fill="#fbf8f0")
+    _el(root, "text", title or "大射仪 乐县与侯道 · The music suspension and the target range",
+        class_="yx-title", x=20, y=30)
+    _el(root, "text", "北 north ↑   东 east →   metres from the middle of the 堂's south edge",
+        class_="yx-small", x=20, y=50)
+
+    lab = _Labeller()
+    _draw_detail(root, det, court, instruments, lab)
+    _draw_overview(root, over, det, court, instruments)
+    _draw_legend(root, 20, legend_y, court, instruments)
+    ET.indent(root, "  ")
+    return ET.tostring(root, encoding="unicode", xml_declaration=False) + "\n"
+
+
+def _scale_bar(parent, p: _Panel, x_m: float, y_m: float, length_m: float) -> None:
+    x0, y = p(x_m, y_m)
+    x1, _ = p(x_m + length_m, y_m)
+    _el(parent, "path", d=f"M{x0},{y - 4} V{y} H{x1} V{y - 4}", fill="none", stroke="#333")
+    _el(parent, "text", f"{length_m:g} m", class_="yx-small", x=x1 + 4, y=y, dy="0.35em")
+
+
+def _draw_detail(root, p: _Panel, court: Courtyard, instruments: dict, lab: _Labeller) -> None:
+    g = _el(root, "g", id="yx-detail")
+    w, h = p.size
+    _el(g, "rect", x=p.x0, y=p.y0, width=w, height=h, fill="#efe6d2", stroke="#8a7a5a")
+    _el(g, "text", "乐县 · the music suspension (detail)", class_="yx-sub", x=p.x0 + 6, y=p.y0 - 8)
+    # the 堂
+    (x0, y1), (x1, y0) = p(court.tang_x_m[0], court.tang_y_m[0]), p(court.tang_x_m[1],
+                                                                    min(court.tang_y_m[1], DETAIL_Y[1]))
+    _el(g, "rect", id="yx-tang", x=x0, y=y0, width=x1 - x0, height=y1 - y0, fill="#d8c39a",
+        stroke="#6b5530", stroke_width=2)
+    _el(g, "text", "堂 the hall", class_="yx-sub", x=(x0 + x1) / 2, y=y0 + 18, text_anchor="middle")
+    lab.reserve((x0 + x1) / 2 - 45, y0 + 6, (x0 + x1) / 2 + 45, y0 + 26)
+    # instruments first: their labels get the best places
+    items = [(n, *f["position_m"][:2]) for n, f in instruments.items()
+             if p.holds(*f["position_m"][:2])]
+    for grp in _clusters(items):
+        xian = {instruments[n].get("xian") for n, _, _ in grp}
+        if len(xian) != 1 or next(iter(xian)) not in XIAN_LABEL or len(grp) < 2:
+            continue
+        xs = [p(x, y)[0] for _, x, y in grp]
+        ys = [p(x, y)[1] for _, x, y in grp]
+        bx0, by0, bx1, by1 = min(xs) - 16, min(ys) - 16, max(xs) + 16, max(ys) + 16
+        _el(g, "rect", class_="yx-xian", x=bx0, y=by0, width=bx1 - bx0, height=by1 - by0, rx=8,
+            fill="none", stroke="#8a7a5a", stroke_dasharray="4 3")
+    for n, x, y in items:
+        cx, cy = p(x, y)
+        lab.reserve(cx - 11, cy - 8, cx + 11, cy + 8)
+    for n, x, y in items:
+        _instrument(g, n, instruments[n], *p(x, y), lab)
+    # the three 县, named at their clusters
+    for grp in _clusters(items):
+        xian = {instruments[n].get("xian") for n, _, _ in grp}
+        if len(xian) != 1 or next(iter(xian)) not in XIAN_LABEL or len(grp) < 2:
+            continue
+        xs = [p(x, y)[0] for _, x, y in grp]
+        ys = [p(x, y)[1] for _, x, y in grp]
+        _label(g, lab, (min(xs) + max(xs)) / 2, max(ys) + 14, XIAN_LABEL[next(iter(xian))],
+               size=11, cls="yx-small", gap=4)
+    for lm in court.landmarks:
+        if not p.holds(*lm.position_m[:2]):
+            continue
+        cx, cy = p(*lm.position_m[:2])
+        if lm.name.endswith("阶"):
+            _el(g, "rect", class_="yx-stairs", x=cx - 22, y=cy - 22, width=44, height=22,
+                fill="#c9b48a", stroke="#6b5530")
+            for k in range(1, 4):
+                _el(g, "line", x1=cx - 22, x2=cx + 22, y1=cy - 22 + 5.5 * k, y2=cy - 22 + 5.5 * k,
+                    stroke="#6b5530", stroke_width=0.6)
+            lab.reserve(cx - 22, cy - 22, cx + 22, cy)
+        else:
+            _el(g, "path", d=f"M{cx - 6},{cy - 6} L{cx + 6},{cy + 6} M{cx - 6},{cy + 6} L{cx + 6},{cy - 6}",
+                stroke="#b00000", stroke_width=2.5)
+            lab.reserve(cx - 7, cy - 7, cx + 7, cy + 7)
+        _label(g, lab, cx, cy - 11 if lm.name.endswith("阶") else cy, lm.name, gap=26 if
+               lm.name.endswith("阶") else 10)
+    for li in court.listeners:
+        if p.holds(*li.position_m[:2]):
+            _listener(g, li, *p(*li.position_m[:2]), lab)
+    _scale_bar(g, p, DETAIL_X[0] + 1, DETAIL_Y[0] + 1, 5.0)
+
+
+def _instrument(parent, name: str, facts: dict, cx: float, cy: float, lab: _Labeller,
+                size: float = 13.0) -> None:
+    g = _el(parent, "g", id=instrument_id(name), class_=f"yx-inst yx-{facts.get('family', 'other')}",
+            data_instrument=name, data_xian=facts.get("xian", ""))
+    _el(g, "title", f"{name} {facts.get('pinyin', '')} — {facts.get('english', '')}".strip())
+    _marker(g, facts.get("family", ""), cx, cy)
+    x, y, anchor = lab.place(cx, cy, name, size, 11)
+    _el(g, "text", name, x=round(x, 1), y=round(y, 1), dy="0.35em", text_anchor=anchor)
+
+
+def _listener(parent, li: Listener, cx: float, cy: float, lab: _Labeller) -> None:
+    g = _el(parent, "g", class_="yx-listener", data_listener=li.name)
+    _el(g, "title", f"{li.name} — {li.english} (listener)")
+    _el(g, "circle", cx=cx, cy=cy, r=5, fill="#fff", stroke="#0a5", stroke_width=2)
+    a = math.radians(li.facing_deg)
+    dx, dy = 16 * math.sin(a), -16 * math.cos(a)
+    _el(g, "path", d=f"M{cx},{cy} l{dx:.1f},{dy:.1f}", stroke="#0a5", stroke_width=2)
+    _el(g, "circle", cx=round(cx + dx, 1), cy=round(cy + dy, 1), r=2.2, fill="#0a5")
+    lab.reserve(min(cx, cx + dx) - 5, min(cy, cy + dy) - 5, max(cx, cx + dx) + 5, max(cy, cy + dy) + 5)
+    x, y, anchor = lab.place(cx, cy, f"{li.name} (听)", 12, 10)
+    _el(g, "text", f"{li.name} (听)", class_="yx-small", x=round(x, 1), y=round(y, 1), dy="0.35em",
+        text_anchor=anchor, fill="#075")
+
+
+def _draw_overview(root, p: _Panel, det: _Panel, court: Courtyard, instruments: dict) -> None:
+    g = _el(root, "g", id="yx-range")
+    w, h = p.size
+    _el(g, "rect", x=p.x0, y=p.y0, width=w, height=h, fill="#e8efe0", stroke="#7a8a5a")
+    _el(g, "text", "侯道 · the target range", class_="yx-sub", x=p.x0, y=p.y0 - 8)
+    lab = _Labeller()
+    (x0, y1), (x1, y0) = p(court.tang_x_m[0], court.tang_y_m[0]), p(court.tang_x_m[1], court.tang_y_m[1])
+    _el(g, "rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, fill="#d8c39a", stroke="#6b5530")
+    _el(g, "text", "堂", class_="yx-small", x=(x0 + x1) / 2, y=(y0 + y1) / 2, dy="0.35em",
+        text_anchor="middle")
+    (dx0, dy0), (dx1, dy1) = p(det.xr[0], det.yr[1]), p(det.xr[1], det.yr[0])
+    _el(g, "rect", x=dx0, y=dy0, width=dx1 - dx0, height=dy1 - dy0, fill="none", stroke="#8a7a5a",
+        stroke_dasharray="3 2")
+    lab.reserve(dx0, dy0, dx1, dy1)
+    _el(g, "text", "乐县 (detail, left)", class_="yx-small", x=dx1 + 4, y=dy1 - 4)
+    lab.reserve(dx1 + 2, dy1 - 16, dx1 + 110, dy1)
+    if court.targets:
+        far = min(t.position_m[1] for t in court.targets)
+        xa, ya = p(0.0, court.tang_y_m[0])
+        _, yb = p(0.0, far)
+        _el(g, "line", x1=xa, y1=ya, x2=xa, y2=yb, stroke="#555", stroke_dasharray="6 4")
+    for t in court.targets:
+        cx, cy = p(*t.position_m[:2])
+        tg = _el(g, "g", class_="yx-target", data_target=t.name)
+        _el(tg, "title", f"{t.name} {t.pinyin} — {t.english}; 侯道 {t.distance_bu:g} 步 "
+                         f"({court.tang_y_m[0] - t.position_m[1]:.1f} m)")
+        _el(tg, "rect", x=cx - 14, y=cy - 4, width=28, height=8, fill="#fff", stroke="#222",
+            stroke_width=1.5)
+        _el(tg, "circle", cx=cx, cy=cy, r=2.5, fill="#222")
+        lab.reserve(cx - 15, cy - 5, cx + 15, cy + 5)
+        _el(tg, "text", f"{t.name} {t.distance_bu:g}步", class_="yx-label", x=cx + 18, y=cy,
+            dy="0.35em")
+        lab.reserve(cx + 18, cy - 8, cx + 18 + _text_w(f"{t.name} {t.distance_bu:g}步", 13), cy + 8)
+        fx, fy = p(*t.fa_m[:2])
+        _el(tg, "rect", class_="yx-fa", x=fx - 6, y=fy - 3, width=12, height=6, fill="#8b5a2b")
+        lab.reserve(fx - 7, fy - 4, fx + 7, fy + 4)
+    for n, f in instruments.items():
+        x, y = f["position_m"][:2]
+        if not det.holds(x, y):
+            _instrument(g, n, f, *p(x, y), lab, size=12)
+    for t in court.targets:      # the 乏 labels after the callers, so the callers' names stay close
+        fx, fy = p(*t.fa_m[:2])
+        _label(g, lab, fx, fy, f"乏 ({t.name})", size=11, cls="yx-small", gap=8)
+    for li in court.listeners:
+        if not det.holds(*li.position_m[:2]):
+            _listener(g, li, *p(*li.position_m[:2]), lab)
+    _scale_bar(g, p, p.xr[0] + 2, p.yr[0] + 2, 20.0)
+
+
+def _draw_legend(root, x: float, y: float, court: Courtyard, instruments: dict) -> None:
+    g = _el(root, "g", id="yx-legend")
+    _el(g, "text", "图例 · Legend", class_="yx-sub", x=x, y=y)
+    y += 24
+    cols = (x + 30, x + 150, x + 270)
+    for head, cx in zip(("中文", "pinyin", "English"), cols):
+        _el(g, "text", head, class_="yx-small", x=cx, y=y, font_weight="bold")
+    y += 20
+    for name, f in instruments.items():
+        _marker(g, f.get("family", ""), x + 10, y - 4, r=6)
+        _el(g, "text", name, class_="yx-label", x=cols[0], y=y)
+        _el(g, "text", f.get("pinyin", ""), class_="yx-label", x=cols[1], y=y)
+        fam = FAMILY_EN.get(f.get("family", ""), "")
+        _el(g, "text", f"{f.get('english', '')} [{f.get('xian', '')}; {fam}]", class_="yx-label",
+            x=cols[2], y=y)
+        y += 20
+    y += 6
+    for t in court.targets:
+        _el(g, "text", f"{t.name}", class_="yx-label", x=cols[0], y=y)
+        _el(g, "text", t.pinyin, class_="yx-label", x=cols[1], y=y)
+        _el(g, "text", f"{t.english}: {t.distance_bu:g} 貍步 = {t.distance_bu * court.bu_m:.1f} m "
+                       f"from the 堂; its 乏 (screen) 10 步 west, 10 步 north", class_="yx-label",
+            x=cols[2], y=y)
+        y += 20
+    for lm in court.landmarks:
+        _el(g, "text", lm.name, class_="yx-label", x=cols[0], y=y)
+        _el(g, "text", lm.english, class_="yx-label", x=cols[2], y=y)
+        y += 20
+    for li in court.listeners:
+        _el(g, "text", f"{li.name} (听)", class_="yx-label", x=cols[0], y=y)
+        _el(g, "text", f"listener: {li.english}", class_="yx-label", x=cols[2], y=y)
+        y += 20
