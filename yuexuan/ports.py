@@ -1,0 +1,155 @@
+"""MIDI ports through python-rtmidi: listing and opening on the ALSA or JACK backend.
+
+A destination is chosen by a name fragment (the first port whose name contains it). Without a
+name, a virtual port named ``yuexuan`` is created for other programs to connect to.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import rtmidi
+
+from yuexuan.errors import UserError
+
+APIS = {"alsa": rtmidi.API_LINUX_ALSA, "jack": rtmidi.API_UNIX_JACK}
+CLIENT = "yuexuan"
+
+
+def api_id(api: str) -> int:
+    """The rtmidi API constant for ``alsa`` or ``jack``, checked against this build."""
+    if api not in APIS:
+        raise UserError(f"unknown MIDI API {api!r}; expected one of {', '.join(APIS)}", key="--api")
+    if APIS[api] not in rtmidi.get_compiled_api():
+        raise UserError(f"this python-rtmidi was built without {api.upper()} support", key="--api")
+    return APIS[api]
+
+
+def _client(kind: str, api: str, name: str):
+    cls = rtmidi.MidiOut if kind == "out" else rtmidi.MidiIn
+    try:
+        return cls(api_id(api), name=name)
+    except rtmidi.SystemError as exc:
+        hint = " (is a JACK server running? start one with: jackd -d dummy)" if api == "jack" else \
+               " (is the ALSA sequencer, snd-seq, available?)"
+        raise UserError(f"cannot open the {api.upper()} MIDI backend: {exc}{hint}",
+                        key="--api") from None
+
+
+def list_ports(api: str) -> dict[str, list[str]]:
+    """``{"outputs": [...], "inputs": [...]}``: names of destinations and of sources."""
+    out, inp = _client("out", api, CLIENT + "-list"), _client("in", api, CLIENT + "-list")
+    try:
+        return {"outputs": out.get_ports(), "inputs": inp.get_ports()}
+    finally:
+        out.delete()
+        inp.delete()
+
+
+def find_port(names: list[str], fragment: str) -> int | None:
+    """Index of the first name containing ``fragment``, or None."""
+    for i, n in enumerate(names):
+        if fragment in n:
+            return i
+    return None
+
+
+class Output:
+    """A MIDI output that survives its destination going away and coming back.
+
+    ``send`` never raises for a missing destination: while the port is gone messages are
+    dropped (and counted); :meth:`check` (called from a watcher thread) notices loss and
+    return, reopening the port, and reports each change through ``on_change(text)``.
+    """
+
+    def __init__(self, api: str, fragment: str | None, on_change=lambda text: None):
+        self.api = api
+        self.fragment = fragment
+        self.on_change = on_change
+        self._lock = threading.Lock()
+        self._out = _client("out", api, CLIENT)
+        self._watch = None if fragment is None else _client("out", api, CLIENT + "-watch")
+        self.dropped = 0
+        self.connected = False
+        self.port_name = None
+        if fragment is None:
+            self._out.open_virtual_port("out")
+            self.port_name = f"{CLIENT}:out (virtual)"
+            self.connected = True
+        else:
+            names = self._out.get_ports()
+            i = find_port(names, fragment)
+            if i is None:
+                listing = "; ".join(names) or "none"
+                self._out.delete()
+                self._watch.delete()
+                raise UserError(f"no MIDI output port contains {fragment!r}; ports: {listing}",
+                                key="--port")
+            self._open(i, names[i])
+
+    def _open(self, index: int, name: str) -> None:
+        self._out.open_port(index, "out")
+        self.port_name = name
+        self.connected = True
+
+    def send(self, data) -> bool:
+        """Send raw bytes; False (and counted as dropped) while the destination is gone."""
+        with self._lock:
+            if not self.connected:
+                self.dropped += 1
+                return False
+            self._out.send_message(data)
+            return True
+
+    def check(self) -> str | None:
+        """Look for the destination; returns "lost", "back" or None (no change)."""
+        if self._watch is None:
+            return None
+        names = self._watch.get_ports()
+        present = [n for n in names if self.fragment in n and not n.startswith(CLIENT + ":")]
+        with self._lock:
+            if self.connected and self.port_name not in names:
+                self.connected = False
+                self._out.close_port()
+                self.on_change(f"MIDI output {self.port_name!r} has gone; the show runs on "
+                               f"silently and output resumes when it returns")
+                return "lost"
+            if not self.connected and present:
+                mine = self._out.get_ports()
+                if present[0] not in mine:
+                    return None
+                self._open(mine.index(present[0]), present[0])
+                self.on_change(f"MIDI output {self.port_name!r} is back; output resumed")
+                return "back"
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            self.connected = False
+            self._out.close_port()
+            self._out.delete()
+            if self._watch is not None:
+                self._watch.delete()
+
+
+class Input:
+    """An incoming MIDI port (foot switch, show controller) delivering messages to a callback."""
+
+    def __init__(self, api: str, fragment: str, callback):
+        self._in = _client("in", api, CLIENT + "-control")
+        names = self._in.get_ports()
+        i = find_port(names, fragment)
+        if i is None:
+            listing = "; ".join(names) or "none"
+            self._in.delete()
+            raise UserError(f"no MIDI input port contains {fragment!r}; ports: {listing}",
+                            key="--control")
+        self.port_name = names[i]
+        self._in.ignore_types(sysex=False, timing=True, active_sense=True)
+        self._in.set_callback(lambda event, _data: callback(event[0]))
+        self._in.open_port(i, "in")
+
+    def close(self) -> None:
+        self._in.cancel_callback()
+        self._in.close_port()
+        self._in.delete()
