@@ -1,0 +1,288 @@
+"""``yuexuan check CUES SHOTS``: apply the 释获 rules to a log of shots and announce the result.
+
+See docs/check.md. CUES is a cue sheet (compiled with ``compile_file``) or a saved timeline
+JSON; its 射节 beats are the 建鼓 strokes a round-3 shot must meet (不鼓不释), unless
+``--beats-from`` takes them from a recording.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+
+from yuexuan import atomic, shiho
+from yuexuan.errors import UserError
+from yuexuan.shots import RANKS, RESULTS, ROLES, TARGETS, Shots, read_shots
+
+HELP = "check a log of shots against the rules of 释获 (不鼓不释 …) and announce each round"
+
+DEFAULT_TOLERANCE_S = shiho.Settings().tolerance_s
+
+
+def add_arguments(p) -> None:
+    p.add_argument("cues", metavar="CUES",
+                   help="cue sheet (.toml), or a timeline saved by 'yuexuan compile' (.json)")
+    p.add_argument("shots", metavar="SHOTS",
+                   help="shot log: UTF-8 CSV with a header row, or JSON lines")
+    p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_S, metavar="SECONDS",
+                   help=f"round 3: a shot meets the drum within ± this of a 建鼓 stroke "
+                        f"(default {DEFAULT_TOLERANCE_S}, mir_eval's beat window)")
+    p.add_argument("--offset", type=float, default=0.0, metavar="SECONDS",
+                   help="added to every shot time to put the log's clock on the timeline's "
+                        "(default 0)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="table for people (default), json or csv for programs")
+    p.add_argument("--beats-from", metavar="AUDIO", default=None,
+                   help="take the 建鼓 strokes from a recording (WAV or FLAC) of the 射节 instead "
+                        "of the timeline, and report the live drum's drift from the plan")
+    p.add_argument("--audio-start", type=float, default=None, metavar="SECONDS",
+                   help="with --beats-from: timeline time of the recording's first sample "
+                        "(default: estimated by matching strokes to the planned beats)")
+    p.add_argument("--cue", default=None, metavar="ID",
+                   help="the 射节 cue whose beats count (default: every cue of kind shejie)")
+    p.add_argument("--strict-gong", action="store_true",
+                   help="hold the 公 to the drum in round 3 too (default: exempt, 「不以乐志」)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="write to FILE (atomically) instead of standard output")
+
+
+def _finite(name: str, value: float) -> float:
+    if value is None or not math.isfinite(value):
+        raise UserError(f"{name} must be a finite number of seconds, not {value}")
+    return float(value)
+
+
+def load_timeline(path: str):
+    """The Timeline of CUES: a saved timeline JSON, or a cue sheet compiled now."""
+    p = Path(path)
+    if p.suffix.lower() == ".json":
+        from yuexuan.timeline import from_dict
+
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+            return from_dict(data)
+        except FileNotFoundError:
+            raise UserError("no such file", file=path) from None
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise UserError(f"not a timeline JSON ({exc.__class__.__name__}: {exc})",
+                            file=path) from None
+    from yuexuan.compiler import compile_file
+
+    return compile_file(p)
+
+
+def shejie_beats(timeline, cue: str | None) -> tuple[np.ndarray, list]:
+    """The planned 建鼓 strokes (timeline s, ascending) of the 射节 cue(s), and the cue ids."""
+    if cue is not None:
+        try:
+            timeline.cue(cue)
+        except KeyError:
+            ids = ", ".join(c.id for c in timeline.cues)
+            raise UserError(f"no cue {cue!r} in the timeline; cues: {ids}", key="--cue") from None
+        ids = [cue]
+    else:
+        ids = [c.id for c in timeline.cues if c.kind == "shejie"]
+    wanted = set(ids)
+    beats = np.sort(np.array([b.time for b in timeline.beats if b.cue in wanted], dtype=float))
+    return beats, ids
+
+
+def run(args) -> int:
+    tolerance = _finite("--tolerance", args.tolerance)
+    if tolerance < 0:
+        raise UserError(f"--tolerance must be ≥ 0 seconds, not {tolerance}")
+    offset = _finite("--offset", args.offset)
+    timeline = load_timeline(args.cues)
+    shots = read_shots(args.shots)
+    plan, cue_ids = shejie_beats(timeline, args.cue)
+    drum = None
+    beats = plan
+    if args.beats_from:
+        from yuexuan import onsets
+
+        start = None if args.audio_start is None else _finite("--audio-start", args.audio_start)
+        alignment = onsets.beats_from_recording(args.beats_from, plan, start)
+        beats = alignment.live_s
+        drum = {"source": str(args.beats_from), **alignment.report()}
+    if (shots.round == 3).any() and not len(beats):
+        raise UserError("round-3 shots need 射节 beats, but the timeline has none"
+                        + (f" for cue {args.cue!r}" if args.cue else " (no cue of kind shejie)"),
+                        file=args.cues)
+    settings = shiho.Settings(tolerance_s=tolerance, gong_exempt=not args.strict_gong)
+    verdict = shiho.evaluate(shots.round, shots.rank, shots.role, shots.target, shots.result,
+                             shots.pair, shots.time, beats, offset, settings)
+    meta = {"cues": str(args.cues), "shots": str(args.shots), "shejie_cues": cue_ids,
+            "beats": int(len(beats)), "beats_from": "recording" if drum else "timeline",
+            "tolerance_s": tolerance, "offset_s": offset,
+            "gong_exempt_in_round_3": settings.gong_exempt}
+    if args.format == "json":
+        text = render_json(shots, verdict, meta, drum)
+    elif args.format == "csv":
+        text = render_csv(shots, verdict)
+        for t in verdict.tallies:
+            print(f"round {t['round']}: 右 {t['右']} 算, 左 {t['左']} 算 — {t['announcement']}",
+                  file=sys.stderr)
+        if drum:
+            print(drum_summary(drum), file=sys.stderr)
+    else:
+        text = render_table(shots, verdict, meta, drum)
+    if args.output:
+        atomic.write_text(args.output, text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
+
+
+# -- output -----------------------------------------------------------------------------------
+
+def _columns(shots: Shots, v: shiho.Verdict) -> dict:
+    """Every output field as a list of JSON tokens (strings), vectorised where it counts."""
+    n = len(shots)
+    dumps = json.dumps
+    strcache: dict = {}
+
+    def enc(values, table=None):
+        out = []
+        for x in values:
+            t = strcache.get(x)
+            if t is None:
+                t = strcache[x] = dumps(x, ensure_ascii=False)
+            out.append(t)
+        return out
+
+    def floats(a):
+        a = np.round(a, 6)
+        return ["null" if x != x else repr(x) for x in a.tolist()]
+
+    def cat(codes, names):
+        tokens = [dumps(s, ensure_ascii=False) for s in names]
+        arr = np.array(tokens + ["null"], dtype=object)
+        return arr[np.where(np.asarray(codes) < 0, len(names), codes)].tolist()
+
+    r3 = shots.round == 3
+    onb = np.where(r3, np.where(v.on_beat, 1, 0), 2)
+    return {
+        "time": floats(shots.time),
+        "archer": enc(shots.archer),
+        "rank": cat(shots.rank, RANKS),
+        "role": cat(shots.role, ROLES),
+        "target": cat(shots.target, TARGETS),
+        "result": cat(shots.result, RESULTS),
+        "pair": cat(shots.pair, shots.pair_names),
+        "round": np.array(["0", "1", "2", "3"], dtype=object)[shots.round].tolist(),
+        "nearest_beat": floats(v.nearest_beat),
+        "offset": floats(v.offset_s),
+        "on_beat": np.array(["false", "true", "null"], dtype=object)[onb].tolist(),
+        "released": np.array(["false", "true"], dtype=object)[v.released.astype(int)].tolist(),
+        "reason": cat(v.reason, shiho.REASONS),
+        "_n": n,
+    }
+
+
+FIELDS_OUT = ("time", "archer", "rank", "role", "target", "result", "pair", "round",
+              "nearest_beat", "offset", "on_beat", "released", "reason")
+
+
+def render_json(shots: Shots, v: shiho.Verdict, meta: dict, drum: dict | None) -> str:
+    """{"shots": [...], "tallies": [...], "settings": {...}, "drum": {...}} as text."""
+    cols = _columns(shots, v)
+    keys = [json.dumps(k) + ":" for k in FIELDS_OUT]
+    lists = [cols[k] for k in FIELDS_OUT]
+    rows = ("{" + ",".join(k + x for k, x in zip(keys, vals)) + "}" for vals in zip(*lists))
+    head = '{"shots":[\n'
+    body = ",\n".join(rows)
+    tail = {"tallies": v.tallies, "settings": meta, "rules": shiho.RULES}
+    if drum is not None:
+        tail["drum"] = drum
+    rest = json.dumps(tail, ensure_ascii=False, indent=1)
+    return head + body + "\n]," + rest[1:] + "\n"
+
+
+def render_csv(shots: Shots, v: shiho.Verdict) -> str:
+    """One CSV row per shot: the input fields, then nearest_beat, offset, on_beat, released,
+    reason. Empty cells for null."""
+    cols = _columns(shots, v)
+    out = []
+    for k in FIELDS_OUT:
+        c = cols[k]
+        if k in ("on_beat", "released"):
+            c = ["" if x == "null" else x for x in c]
+        elif k in ("time", "nearest_beat", "offset", "round"):
+            c = ["" if x == "null" else x for x in c]
+        else:
+            c = [_csv_cell(x) for x in c]
+        out.append(c)
+    lines = [",".join(FIELDS_OUT)]
+    lines.extend(map(",".join, zip(*out)))
+    return "\n".join(lines) + "\n"
+
+
+_CSV_CACHE: dict = {}
+
+
+def _csv_cell(token: str) -> str:
+    cell = _CSV_CACHE.get(token)
+    if cell is None:
+        s = "" if token == "null" else json.loads(token)
+        if any(ch in s for ch in ',"\n\r'):
+            s = '"' + s.replace('"', '""') + '"'
+        cell = _CSV_CACHE[token] = s
+    return cell
+
+
+def _width(s: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
+
+
+def _pad(s: str, w: int, right: bool = False) -> str:
+    fill = " " * max(0, w - _width(s))
+    return fill + s if right else s + fill
+
+
+def drum_summary(d: dict) -> str:
+    if not d.get("matched"):
+        return f"drum: {d['strokes_detected']} strokes detected, none matched the plan"
+    return (f"drum: {d['strokes_detected']} strokes from {d['source']}, {d['matched']} matched "
+            f"({d['missed']} planned beats missed, {d['extra']} extra); recording starts at "
+            f"{d['recording_starts_at_s']:.3f} s; tempo ratio {d['tempo_ratio']:.4f}; drift "
+            f"first {1000 * d['drift_first_s']:+.0f} ms, last {1000 * d['drift_last_s']:+.0f} ms, "
+            f"max |{1000 * d['drift_max_abs_s']:.0f}| ms")
+
+
+def render_table(shots: Shots, v: shiho.Verdict, meta: dict, drum: dict | None) -> str:
+    """A table for people: one line a shot, then each round's 算 and announcement."""
+    head = ("row", "time s", "archer", "rank", "role", "rd", "target", "result", "beat s",
+            "offset ms", "释", "reason")
+    rows = []
+    for i in range(len(shots)):
+        t = shots.target[i]
+        nb = v.nearest_beat[i]
+        rows.append((str(i + 1), f"{shots.time[i]:.3f}", shots.archer[i], RANKS[shots.rank[i]],
+                     ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
+                     RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
+                     "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",
+                     "算" if v.released[i] else "·", shiho.REASONS[v.reason[i]]))
+    widths = [max([_width(h)] + [_width(r[k]) for r in rows]) for k, h in enumerate(head)]
+    numeric = {0, 1, 5, 8, 9}
+    out = ["  ".join(_pad(h, widths[k], k in numeric) for k, h in enumerate(head)).rstrip()]
+    for r in rows:
+        out.append("  ".join(_pad(c, widths[k], k in numeric) for k, c in enumerate(r)).rstrip())
+    out.append("")
+    out.append(f"beats: {meta['beats']} 建鼓 strokes from the {meta['beats_from']}"
+               f" ({', '.join(meta['shejie_cues']) or 'no 射节 cue'}); tolerance "
+               f"±{1000 * meta['tolerance_s']:.0f} ms; offset {meta['offset_s']:+g} s; 公 "
+               f"{'exempt (不以乐志)' if meta['gong_exempt_in_round_3'] else 'held to the drum'}")
+    if drum:
+        out.append(drum_summary(drum))
+    for t in v.tallies:
+        out.append(f"round {t['round']}: 右 {t['右']} 算, 左 {t['左']} 算 — "
+                   f"{t['announcement']}")
+    if not v.tallies:
+        out.append("no scored round (round 1: 获而未释获)")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,273 @@
+"""The 释获 rules of the 大射仪 and the tally, as pure vectorised functions.
+
+Each rule quotes the sentence of the text it applies (仪礼·大射仪, seed [001], with 郑注 [000]
+[003]); docs/check.md says which readings are INFERENCE. Inputs are the index arrays of
+:class:`yuexuan.shots.Shots`; every function returns new arrays and keeps no state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from yuexuan.shots import RANKS, RESULTS, ROLES, TARGETS
+
+GONG, BIN, QING, DAFU, SHI = range(5)            # indices into RANKS (most senior first)
+SHANG, XIA = range(2)                            # indices into ROLES: 上射, 下射
+DAHOU, CAN, GAN = range(3)                       # indices into TARGETS
+GUAN, LI_WEI_GANG, YANG_CHU, KUN_FU, BU_ZHONG = range(5)   # indices into RESULTS
+
+# 「公射大侯，大夫射参，士射干。」 The 侯 of each rank, in RANKS order.
+# 宾 → 大侯: INFERENCE from 疏 [004] 「宾客与君主结为耦，同射大侯」 (the 宾 is the 公's partner).
+# 卿 → 参: INFERENCE (郝 [004] 「孤卿大夫所共射」; ceremony.md O23).
+OWN_HOU = np.array([DAHOU, DAHOU, CAN, CAN, GAN], dtype=np.int8)
+
+# The reason that decided each shot, in the order the rules are tried.
+REASONS = (
+    "释",            # released: a 算 is laid down
+    "不中",          # missed every 侯: nothing to release
+    "获而未释获",    # round 1: called 获, but no 算
+    "不鼓不释",      # round 3, off the drum
+    "非其侯",        # 射者非其侯，中之不获
+    "不贯不释",      # did not pierce
+    "不以乐志",      # released: the 公 in round 3, off the drum
+    "公则释获",      # released: the 公's 离维纲 / 扬触 / 梱复
+    "唯公所中",      # released: the 公 on a 侯 not his own
+)
+(R_SHI, R_BUZHONG, R_WEISHI, R_BUGU, R_FEIQIHOU, R_BUGUAN,
+ R_BUYILEZHI, R_GONGZE, R_WEIGONG) = range(len(REASONS))
+
+# Quoted in docs/check.md and in the JSON "rules" list.
+RULES = {
+    "不中": "Missed every 侯: nothing to release.",
+    "获而未释获": "「获者坐而获，举旌以宫，偃旌以商；获而未释获」 (round 1; 注 「但言获未释算」).",
+    "非其侯": "「公射大侯，大夫射参，士射干。射者非其侯，中之不获。卑者与尊者为耦，不异侯。」",
+    "不贯不释": "「不贯不释」 (注 「贯犹中也。射不中鹄不释算」); "
+               "「中离维纲，扬触，梱复，公则释获，众则不与」.",
+    "公则释获": "「中离维纲，扬触，梱复，公则释获，众则不与」 (注 「公则释获，优君也」).",
+    "唯公所中": "「唯公所中，中三侯皆获」 (注 「值中一侯则释获」).",
+    "不鼓不释": "「不鼓不释」 (注 「不与鼓节相应，不释算也」), round 3.",
+    "不以乐志": "「公乐作而后就物，稍属，不以乐志」 (注 「其发不必应乐」); that the 公's off-beat "
+               "hits are still released is INFERENCE.",
+    "释": "「若中，则释获者每一个释一算，上射于右，下射于左」.",
+}
+
+CHINESE_DIGITS = "零一二三四五六七八九"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the open readings are taken (ceremony.md §6)."""
+
+    tolerance_s: float = 0.070        # round 3: |shot − nearest 建鼓 stroke| ≤ this, seconds
+    gong_exempt: bool = True          # O20: 「不以乐志」 — the 公's off-beat hits still count
+
+
+def hou_of_pairs(rank: np.ndarray, pair: np.ndarray) -> np.ndarray:
+    """The 侯 each shot must hit (index into TARGETS).
+
+    「卑者与尊者为耦，不异侯」: partners (same ``pair`` ≥ 0) shoot the 侯 of the more senior
+    partner; a shot with no pair (−1) shoots its own rank's 侯.
+    """
+    rank = np.asarray(rank)
+    pair = np.asarray(pair)
+    senior = rank.astype(np.int8).copy()
+    grouped = pair >= 0
+    if grouped.any():
+        best = np.full(int(pair.max()) + 1, len(RANKS), dtype=np.int8)
+        np.minimum.at(best, pair[grouped], rank[grouped].astype(np.int8))
+        senior[grouped] = best[pair[grouped]]
+    return OWN_HOU[senior]
+
+
+def nearest_beats(times: np.ndarray, beats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index and time (s) of the nearest beat to each time, by :func:`numpy.searchsorted`.
+
+    ``beats`` must be ascending and non-empty. Ties go to the earlier beat.
+    """
+    beats = np.asarray(beats, dtype=np.float64)
+    times = np.asarray(times, dtype=np.float64)
+    right = np.clip(np.searchsorted(beats, times), 1, len(beats) - 1) if len(beats) > 1 else \
+        np.zeros(len(times), dtype=np.intp)
+    if len(beats) == 1:
+        return right, beats[right]
+    left = right - 1
+    take_right = np.abs(beats[right] - times) < np.abs(times - beats[left])
+    idx = np.where(take_right, right, left)
+    return idx, beats[idx]
+
+
+def on_beat(offset_s: np.ndarray, tolerance_s: float) -> np.ndarray:
+    """|offset| ≤ tolerance, inclusive, with 1 ns of slack for decimal seconds in binary floats."""
+    return np.abs(offset_s) <= tolerance_s + 1e-9
+
+
+def decide(round_: np.ndarray, rank: np.ndarray, target: np.ndarray, result: np.ndarray,
+           must_hit: np.ndarray, beat_ok: np.ndarray, settings: Settings = Settings()):
+    """Apply the 释获 rules to every shot at once.
+
+    ``must_hit`` is :func:`hou_of_pairs`; ``beat_ok`` is whether the shot met a 建鼓 stroke
+    (only read for round 3). Returns ``(released: bool array, reason: int8 array)``, the reason
+    an index into :data:`REASONS`. Rules tried in order (the first that decides wins):
+
+    1. not a hit (result 不中) → 不中.
+    2. round 1 → 获而未释获: 「获而未释获」.
+    3. the 公: 「唯公所中，中三侯皆获」 and 「中离维纲，扬触，梱复，公则释获」 — every hit is
+       released; in round 3 off the drum he is exempt, 「不以乐志」, unless
+       ``settings.gong_exempt`` is False, then 不鼓不释.
+    4. round 3, off the drum → 不鼓不释: 「不鼓不释」.
+    5. a 侯 not the archer's (or the senior partner's) → 非其侯: 「射者非其侯，中之不获」.
+    6. not 贯 → 不贯不释: 「不贯不释」; 「众则不与」.
+    7. otherwise released → 释.
+    """
+    round_ = np.asarray(round_)
+    result = np.asarray(result)
+    gong = np.asarray(rank) == GONG
+    hit = result != BU_ZHONG
+    r3_off = (round_ == 3) & ~np.asarray(beat_ok, dtype=bool)
+
+    target = np.asarray(target)
+    not_guan = result != GUAN
+    conditions = [
+        ~hit,                                           # 1
+        round_ == 1,                                    # 2
+        gong & r3_off & settings.gong_exempt,           # 3: 不以乐志
+        gong & r3_off,                                  # 3: strict reading of O20
+        gong & not_guan,                                # 3: 公则释获
+        gong & (target != DAHOU),                       # 3: 唯公所中
+        gong,                                           # 3
+        r3_off,                                         # 4
+        target != must_hit,                             # 5
+        not_guan,                                       # 6
+    ]
+    choices = [R_BUZHONG, R_WEISHI, R_BUYILEZHI, R_BUGU, R_GONGZE, R_WEIGONG, R_SHI, R_BUGU,
+               R_FEIQIHOU, R_BUGUAN]
+    reason = np.select(conditions, choices, default=R_SHI).astype(np.int8)
+    released = np.isin(reason, (R_SHI, R_BUYILEZHI, R_GONGZE, R_WEIGONG))
+    return released, reason
+
+
+def chinese_number(n: int) -> str:
+    """A non-negative integer in Chinese numerals: 一, 十, 十一, 二十, 一百零五, 一万 …"""
+    if n < 0:
+        raise ValueError(n)
+    if n == 0:
+        return "零"
+
+    def below_10000(m: int) -> str:
+        out, zero = [], False
+        for value, unit in ((1000, "千"), (100, "百"), (10, "十"), (1, "")):
+            d = m // value
+            m %= value
+            if d:
+                if zero:
+                    out.append("零")
+                    zero = False
+                out.append(CHINESE_DIGITS[d] + unit)
+            elif out:
+                zero = True
+        return "".join(out)
+
+    parts, unit_index = [], 0
+    units = ("", "万", "亿", "兆")
+    groups = []
+    while n:
+        groups.append(n % 10000)
+        n //= 10000
+    for unit_index in range(len(groups) - 1, -1, -1):
+        g = groups[unit_index]
+        if g:
+            if parts and g < 1000:
+                parts.append("零")
+            parts.append(below_10000(g) + units[unit_index])
+        elif parts and parts[-1] != "零":
+            parts.append("零")
+    text = "".join(parts).rstrip("零")
+    if text.startswith("一十"):
+        text = text[1:]            # 十一, not 一十一
+    return text
+
+
+def announcement(right: int, left: int) -> tuple[str | None, int, int, str]:
+    """The 释获者's words for a round: (winner, 纯, 奇, text).
+
+    「二算为纯…一算为奇」; 「若右胜，则曰：右贤于左。若左胜，则曰：左贤于右。以纯数告。
+    若有奇者，亦曰奇。若左右钧，则左右各执一算以告，曰：左右钧。」 The 贤获 is the
+    difference |右 − 左| in 算 (疏 「左右数齐，有馀则贤获」).
+    """
+    d = abs(int(right) - int(left))
+    if d == 0:
+        return None, 0, 0, "左右钧"
+    winner, loser = ("右", "左") if right > left else ("左", "右")
+    chun, qi = divmod(d, 2)
+    text = f"{winner}贤于{loser}"
+    if chun:
+        text += f"{chinese_number(chun)}纯"
+    if qi:
+        text += "一奇"
+    return winner, chun, qi, text
+
+
+def tallies(round_: np.ndarray, role: np.ndarray, released: np.ndarray) -> list[dict]:
+    """Per scored round present (2, 3): 算 on the 右 (上射) and the 左 (下射), and the announcement.
+
+    「上射于右，下射于左」. Round 1 releases nothing (「获而未释获」) and is not announced.
+    """
+    round_ = np.asarray(round_)
+    role = np.asarray(role)
+    released = np.asarray(released, dtype=bool)
+    key = round_.astype(np.int64) * 2 + role
+    counts = np.bincount(key[released], minlength=8).reshape(4, 2)
+    present = np.unique(round_)
+    out = []
+    for r in (2, 3):
+        if r not in present:
+            continue
+        right, left = int(counts[r, SHANG]), int(counts[r, XIA])
+        winner, chun, qi, text = announcement(right, left)
+        out.append({"round": r, "右": right, "左": left, "winner": winner, "chun": chun,
+                    "qi": qi, "announcement": text})
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Every shot's verdict (arrays in input order) and the per-round tallies."""
+
+    clock_s: np.ndarray       # shot time on the timeline clock (time + offset), s
+    nearest_beat: np.ndarray  # nearest 建鼓 stroke, timeline s; NaN outside round 3
+    offset_s: np.ndarray      # clock_s − nearest_beat, s; NaN outside round 3
+    on_beat: np.ndarray       # bool; only meaningful in round 3
+    released: np.ndarray      # bool
+    reason: np.ndarray        # int8 index into REASONS
+    tallies: list
+
+
+def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s: float = 0.0,
+             settings: Settings = Settings()) -> Verdict:
+    """All the rules for a whole shot log: nearest beats for round 3, the verdicts, the tallies.
+
+    ``time_s`` is on the log's clock; ``offset_s`` moves it onto the timeline's
+    (timeline = time + offset). ``beats_s``: ascending 建鼓 stroke times, timeline seconds.
+    """
+    round_ = np.asarray(round_)
+    clock = np.asarray(time_s, dtype=np.float64) + float(offset_s)
+    n = len(clock)
+    nearest = np.full(n, np.nan)
+    off = np.full(n, np.nan)
+    r3 = round_ == 3
+    beats_s = np.asarray(beats_s, dtype=np.float64)
+    if r3.any() and len(beats_s):
+        _, nb = nearest_beats(clock[r3], beats_s)
+        nearest[r3] = nb
+        off[r3] = clock[r3] - nb
+    ok = on_beat(off, settings.tolerance_s)          # NaN compares False
+    must = hou_of_pairs(rank, pair)
+    released, reason = decide(round_, rank, target, result, must, ok, settings)
+    return Verdict(clock, nearest, off, ok, released, reason, tallies(round_, role, released))
+
+
+__all__ = ["Verdict", "evaluate", "Settings", "hou_of_pairs", "nearest_beats", "on_beat", "decide", "tallies",
+           "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU", "RANKS", "ROLES",
+           "TARGETS", "RESULTS"]
