@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -326,6 +327,23 @@ APP_JS = r"""'use strict';
 """
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publish(target: Path, text: str | None = None, copy_from: Path | None = None) -> None:
+    """Write ``text`` (or a copy of ``copy_from``) to ``target`` atomically, readable by a web server
+    (mode 0644 less the umask; temporary files are created 0600)."""
+    with atomic.atomic_path(target) as tmp:
+        if copy_from is not None:
+            shutil.copyfile(copy_from, tmp)
+        else:
+            tmp.write_bytes(text.encode("utf-8"))
+        os.chmod(tmp, 0o644 & ~_umask())
+
+
 def write_site(timeline: Timeline, out_dir: str | Path, audio: str | Path | None = None,
                vtt: str | None = None) -> list:
     """Write the guide into ``out_dir``; return the paths written.
@@ -345,13 +363,12 @@ def write_site(timeline: Timeline, out_dir: str | Path, audio: str | Path | None
         audio_name = src.name
         dst = out / audio_name
         if not (dst.exists() and dst.resolve() == src.resolve()):
-            with atomic.atomic_path(dst) as tmp:
-                shutil.copyfile(src, tmp)
+            _publish(dst, copy_from=src)
         written.append(dst)
     files = {"captions.vtt": vtt, "style.css": STYLE_CSS, "app.js": APP_JS, "layout.svg": svg,
              "timeline.json": json.dumps(to_dict(timeline), ensure_ascii=False, indent=1) + "\n",
              "index.html": index_html(timeline, svg, vtt, audio_name)}
     for name, text in files.items():
-        atomic.write_text(out / name, text)
+        _publish(out / name, text)
         written.append(out / name)
     return written

@@ -1,0 +1,67 @@
+"""``yuexuan guide CUES -o DIR [--audio FILE]``: the audio guide, a static site that needs no network."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from yuexuan import guide
+from yuexuan.commands.layout import timeline_for
+from yuexuan.errors import UserError
+
+HELP = "write the audio guide: a static bilingual site with audio, captions, cue list and lit layout"
+AUDIO_EXTS = (".flac", ".wav", ".ogg", ".opus", ".mp3")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("cues", metavar="CUES", help="cue sheet (TOML), or a saved timeline (.json)")
+    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the site into")
+    parser.add_argument("--audio", metavar="FILE",
+                        help="the rendered ceremony (FLAC, WAV, Ogg, MP3); copied beside the page. "
+                             "Without it the renderer is asked for one, if it is installed")
+
+
+def _render_audio(timeline, out_dir: Path) -> Path | None:
+    """Render the timeline with :mod:`yuexuan.render` if that module offers a file renderer."""
+    try:
+        render = importlib.import_module("yuexuan.render")
+    except ModuleNotFoundError as exc:
+        if exc.name != "yuexuan.render":
+            raise
+        return None
+    fn = getattr(render, "render_file", None)
+    if fn is None:
+        return None
+    target = out_dir / "dashe.flac"
+    fn(timeline, target)
+    return target if target.is_file() else None
+
+
+def run(args) -> int:
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise UserError("exists and is not a folder", file=str(out), key="-o")
+    audio = None
+    if args.audio:
+        audio = Path(args.audio)
+        if not audio.is_file():
+            raise UserError("no such audio file", file=str(audio), key="--audio")
+        if audio.suffix.lower() not in guide.AUDIO_TYPES:
+            raise UserError(f"unknown audio type {audio.suffix!r}; expected one of "
+                            f"{', '.join(sorted(guide.AUDIO_TYPES))}", file=str(audio), key="--audio")
+    timeline = timeline_for(args.cues)
+    if audio is None:
+        audio = _render_audio(timeline, out)
+    guide.write_site(timeline, out, audio)
+    if audio is None:
+        print(f"yuexuan guide: {out}/index.html written without audio (no --audio and no renderer)")
+    return 0
+
+
+def build_step(timeline, cues_path, out_dir) -> list:
+    """For ``yuexuan build``: write ``out_dir/guide/``, with the render step's audio if it wrote one."""
+    out_dir = Path(out_dir)
+    stem = Path(cues_path).stem
+    audio = next((out_dir / f"{stem}{ext}" for ext in AUDIO_EXTS if (out_dir / f"{stem}{ext}").is_file()),
+                 None)
+    return guide.write_site(timeline, out_dir / "guide", audio)
