@@ -21,6 +21,9 @@ def atomic_path(target: str | os.PathLike, suffix: str | None = None):
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or target.suffix or ".tmp",
                                dir=target.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)          # mkstemp makes 0600; outputs get the usual mode
     try:
         yield Path(tmp)
         os.replace(tmp, target)

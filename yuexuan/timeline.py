@@ -164,3 +164,18 @@ def from_dict(d: dict) -> Timeline:
     notes = tuple(Note(**n) for n in d["notes"])
     beats = tuple(Beat(**b) for b in d["beats"])
     return Timeline(cer, cues, notes, beats, dict(d.get("instruments", {})))
+
+
+def save_json(tl: Timeline, path) -> None:
+    """Write the JSON contract to ``path`` atomically (UTF-8, Chinese unescaped)."""
+    import json
+
+    from yuexuan.atomic import write_text
+    write_text(path, json.dumps(to_dict(tl), ensure_ascii=False, indent=1) + "\n")
+
+
+def load_json(path) -> Timeline:
+    """Read a timeline saved by :func:`save_json`."""
+    import json
+    from pathlib import Path
+    return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -1,0 +1,28 @@
+"""``yuexuan compile``: cue sheet → Standard MIDI File (and the timeline JSON)."""
+
+from __future__ import annotations
+
+from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
+from yuexuan.midi import write_smf
+from yuexuan.timeline import save_json
+
+HELP = "compile a cue sheet to a Standard MIDI File (type 1, MTS tuning) and the timeline JSON"
+
+
+def add_arguments(p) -> None:
+    add_cues_argument(p)
+    p.add_argument("-o", "--output", required=True, metavar="OUT.mid", help="MIDI file to write")
+    p.add_argument("--timeline", metavar="OUT.json", help="also write the timeline JSON (docs/timeline.md)")
+    add_selection_argument(p)
+    p.add_argument("--pitch-bend", action="store_true",
+                   help="per-channel pitch bends instead of MTS tuning SysEx (synths without MTS)")
+
+
+def run(args) -> int:
+    tl = load_timeline(args, "compile")
+    write_smf(tl, args.output, pitch_bend=args.pitch_bend)
+    if args.timeline:
+        save_json(tl, args.timeline)
+    print(f"{args.output}: {len(tl.cues)} cues, {len(tl.notes)} notes, {len(tl.beats)} 射节 beats, "
+          f"{tl.duration:.1f} s")
+    return 0

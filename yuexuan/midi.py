@@ -1,0 +1,216 @@
+"""Timeline → MIDI messages and a Standard MIDI File (type 1).
+
+Tuning: the exact 三分损益 pitches are sent as MIDI Tuning Standard real-time single-note tuning
+changes (``F0 7F 7F 08 02 …``) into tuning program 0 of bank 0, which every channel then selects with
+the RPN tuning-bank (0x0004) and tuning-program (0x0003) messages, as FluidSynth requires. With
+``pitch_bend=True`` each note is instead preceded by a pitch bend on its channel (bend range ±2
+semitones), for synths without MTS; notes of one instrument then share that instrument's bend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import mido
+
+from yuexuan.atomic import atomic_path
+from yuexuan.timeline import Timeline
+
+TICKS_PER_BEAT = 1920
+DRUM_CHANNEL = 9
+CONDUCTOR = "乐县"            # name of track 0: tempo map, cue markers, tuning SysEx
+BEND_RANGE_SEMITONES = 2
+TUNING_PROGRAM = 0
+TUNING_BANK = 0
+
+
+@dataclass(frozen=True)
+class Track:
+    name: str
+    channel: int
+    program: int | None       # GM program (None on the drum channel)
+
+
+def assign_tracks(tl: Timeline) -> list:
+    """One track per instrument that sounds, in instrument order; drums share channel 10."""
+    sounding = {n.instrument for n in tl.notes}
+    names = [n for n in tl.instrument_names() if n in sounding]
+    tracks, free, by_program = [], [c for c in range(16) if c != DRUM_CHANNEL], {}
+    pitched = {n.instrument for n in tl.notes if n.hz is not None}
+    for name in names:
+        program = tl.instruments.get(name, {}).get("gm_program")
+        if name not in pitched:
+            tracks.append(Track(name, DRUM_CHANNEL, None))
+            continue
+        if free:
+            ch = free.pop(0)
+            by_program.setdefault(program, ch)
+        elif program in by_program:          # more than 15 pitched bodies: share by GM program
+            ch = by_program[program]
+        else:
+            ch = len(tracks) % 15
+            ch = ch + 1 if ch >= DRUM_CHANNEL else ch
+        tracks.append(Track(name, ch, program if program is not None else 0))
+    return tracks
+
+
+def tuning_table(tl: Timeline) -> dict:
+    """{MIDI key: exact Hz} for every pitched note of the timeline.
+
+    Raises ValueError if two different frequencies would need the same key.
+    """
+    table = {}
+    for n in tl.notes:
+        if n.hz is None:
+            continue
+        old = table.setdefault(n.midi, n.hz)
+        if abs(old - n.hz) > 1e-6 * n.hz:
+            raise ValueError(f"key {n.midi} would need both {old:.3f} and {n.hz:.3f} Hz")
+    return table
+
+
+def mts_single_note(table: dict, program: int = TUNING_PROGRAM) -> list:
+    """MTS real-time single-note tuning change SysEx messages (≤ 127 keys each)."""
+    out, items = [], sorted(table.items())
+    for i in range(0, len(items), 127):
+        chunk = items[i:i + 127]
+        data = [0x7F, 0x7F, 0x08, 0x02, program, len(chunk)]
+        for key, hz in chunk:
+            semis = 69.0 + 12.0 * math.log2(hz / 440.0)
+            base = int(math.floor(semis))
+            frac = int(round((semis - base) * 16384))
+            if frac == 16384:
+                base, frac = base + 1, 0
+            data += [key, base, frac >> 7, frac & 0x7F]
+        out.append(mido.Message("sysex", data=data))
+    return out
+
+
+def _rpn(channel: int, msb: int, lsb: int, value: int) -> list:
+    return [mido.Message("control_change", channel=channel, control=101, value=msb),
+            mido.Message("control_change", channel=channel, control=100, value=lsb),
+            mido.Message("control_change", channel=channel, control=6, value=value),
+            mido.Message("control_change", channel=channel, control=38, value=0),
+            mido.Message("control_change", channel=channel, control=101, value=127),
+            mido.Message("control_change", channel=channel, control=100, value=127)]
+
+
+def setup_messages(tl: Timeline, pitch_bend: bool = False) -> list:
+    """(track, Message) to send before time 0: tuning, bend range, programs."""
+    tracks = assign_tracks(tl)
+    out = []
+    if not pitch_bend:
+        out += [(CONDUCTOR, m) for m in mts_single_note(tuning_table(tl))]
+    done = set()
+    for tr in tracks:
+        if tr.channel == DRUM_CHANNEL or tr.channel in done:
+            continue
+        done.add(tr.channel)
+        if pitch_bend:
+            out += [(tr.name, m) for m in _rpn(tr.channel, 0, 0, BEND_RANGE_SEMITONES)]
+        else:
+            out += [(tr.name, m) for m in _rpn(tr.channel, 0, 4, TUNING_BANK)]
+            out += [(tr.name, m) for m in _rpn(tr.channel, 0, 3, TUNING_PROGRAM)]
+        out.append((tr.name, mido.Message("program_change", channel=tr.channel, program=tr.program)))
+    return out
+
+
+def bend_value(cents: float) -> int:
+    """Pitch-wheel value (-8192..8191) for an offset in cents at ±BEND_RANGE_SEMITONES."""
+    return max(-8192, min(8191, int(round(cents / (100.0 * BEND_RANGE_SEMITONES) * 8192))))
+
+
+def timeline_messages(tl: Timeline, pitch_bend: bool = False) -> list:
+    """Every message of the timeline as (time_s, track name, mido.Message), time-sorted.
+
+    Setup messages (tuning, programs) come first at time 0. At equal times note-offs precede
+    note-ons. Timing is taken from the Timeline and nothing else.
+    """
+    tracks = {t.name: t for t in assign_tracks(tl)}
+    out = [(0.0, name, m) for name, m in setup_messages(tl, pitch_bend)]
+    events = []
+    for i, n in enumerate(tl.notes):
+        ch = tracks[n.instrument].channel
+        if pitch_bend and n.cents is not None:
+            events.append((n.time, 1, i, n.instrument,
+                           mido.Message("pitchwheel", channel=ch, pitch=bend_value(n.cents))))
+        events.append((n.time, 2, i, n.instrument,
+                       mido.Message("note_on", channel=ch, note=n.midi, velocity=n.velocity)))
+        events.append((n.time + n.duration, 0, i, n.instrument,
+                       mido.Message("note_off", channel=ch, note=n.midi, velocity=0)))
+    events.sort(key=lambda e: (e[0], e[1], e[2]))
+    out += [(t, name, m) for t, _, _, name, m in events]
+    return out
+
+
+def cue_tempi(tl: Timeline) -> list:
+    """(start_s, microseconds per beat) for each cue: one beat = the cue's commonest note step."""
+    out = []
+    for c in tl.cues:
+        onsets = sorted({round(n.time, 3) for n in tl.notes if n.cue == c.id and n.hz is not None})
+        steps = Counter(round(b - a, 3) for a, b in zip(onsets, onsets[1:]) if b - a >= 0.1)
+        step = steps.most_common(1)[0][0] if steps else 1.0
+        out.append((c.start, int(round(step * 1_000_000))))
+    return out or [(0.0, 1_000_000)]
+
+
+class TickMap:
+    """Seconds ↔ ticks through a tempo map of (start_s, µs per beat) segments."""
+
+    def __init__(self, tempi: list, tpb: int = TICKS_PER_BEAT):
+        self.tpb = tpb
+        self.segments = []          # (start_s, start_tick_float, seconds per tick)
+        tick = 0.0
+        prev_s, prev_spt = 0.0, tempi[0][1] / 1e6 / tpb
+        for i, (s, us) in enumerate(tempi):
+            if i:
+                tick += (s - prev_s) / prev_spt
+            prev_s, prev_spt = s, us / 1e6 / tpb
+            self.segments.append((s, tick, prev_spt))
+
+    def ticks(self, t: float) -> int:
+        seg = self.segments[0]
+        for cand in self.segments:
+            if cand[0] <= t + 1e-9:
+                seg = cand
+            else:
+                break
+        return int(round(seg[1] + (t - seg[0]) / seg[2]))
+
+
+def to_midifile(tl: Timeline, pitch_bend: bool = False) -> mido.MidiFile:
+    """The timeline as a type-1 MidiFile: conductor track, then one named track per instrument."""
+    tempi = cue_tempi(tl)
+    tmap = TickMap(tempi)
+    mf = mido.MidiFile(type=1, ticks_per_beat=TICKS_PER_BEAT, charset="utf-8")
+    cond = [(0, mido.MetaMessage("track_name", name=CONDUCTOR))]
+    cond += [(0, mido.MetaMessage("text", text=f"{tl.ceremony.name} · {tl.ceremony.rank} {tl.ceremony.suspension}"
+                                              f" · 黄钟 {tl.ceremony.huangzhong_hz:g} Hz · 三分损益"))]
+    for s, us in tempi:
+        cond.append((tmap.ticks(s), mido.MetaMessage("set_tempo", tempo=us)))
+    for c in tl.cues:
+        label = f"{c.id}: {c.action}{c.piece}" + (" (reconstruction)" if c.reconstruction else "")
+        cond.append((tmap.ticks(c.start), mido.MetaMessage("marker", text=label)))
+    per_track = {CONDUCTOR: cond}
+    for tr in assign_tracks(tl):
+        per_track[tr.name] = [(0, mido.MetaMessage("track_name", name=tr.name))]
+    for t, name, m in timeline_messages(tl, pitch_bend):
+        per_track[name].append((tmap.ticks(t), m))
+    for name, evs in per_track.items():
+        track = mido.MidiTrack()
+        last = 0
+        for tick, m in sorted(evs, key=lambda e: e[0]):
+            track.append(m.copy(time=tick - last))
+            last = tick
+        track.append(mido.MetaMessage("end_of_track", time=0))
+        mf.tracks.append(track)
+    return mf
+
+
+def write_smf(tl: Timeline, path, pitch_bend: bool = False) -> None:
+    """Write the timeline as a Standard MIDI File, atomically."""
+    mf = to_midifile(tl, pitch_bend)
+    with atomic_path(path) as tmp:
+        mf.save(str(tmp))

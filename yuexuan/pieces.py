@@ -1,0 +1,100 @@
+"""Pieces: melodies as data (pieces/*.toml), one note per syllable.
+
+A stanza is either ``lv`` + ``gongche`` (the 风雅十二诗谱 as 熊朋来 writes it: the 律 line gives the pitch
+class, the 工尺 line the octave) or ``pitches`` (space-separated pitch names such as 黄 太清, used for
+reconstructions). ``words``, when present, has one character per note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from yuexuan import paths, tomlfile
+from yuexuan.errors import UserError
+from yuexuan.tuning import LV, Pitch, parse_pitch
+
+#: 工尺 letter → the 律 it may stand for (熊朋来 卷一「雅律通俗谱例」; 五 also 夹清 in 熊's 夹钟角 驺虞)
+#: and the octave it fixes (六, 五: the upper octave).
+GONGCHE = {"合": ("黄", 0), "四": ("大太", 0), "一": ("夹姑", 0), "上": ("仲", 0), "勾": ("蕤", 0),
+           "尺": ("林", 0), "工": ("夷南", 0), "凡": ("无应", 0), "六": ("黄", 1), "五": ("大太夹", 1)}
+_KEYS = {"title", "pinyin", "english", "mode", "reconstruction", "phrase_syllables", "source",
+         "stanza", "correction"}
+
+
+@dataclass(frozen=True)
+class Piece:
+    title: str
+    english: str
+    mode: str
+    reconstruction: bool
+    source: str
+    phrase_syllables: int
+    stanzas: tuple            # of tuples of (Pitch, syllable or None)
+    file: str = ""
+
+    def notes(self) -> list:
+        """All (Pitch, syllable) pairs, stanza after stanza."""
+        return [n for st in self.stanzas for n in st]
+
+
+def _stanza(f: tomlfile.Fields, corrections: dict, number: int) -> tuple:
+    words = f.get("words", str, None)
+    if f.has("pitches"):
+        try:
+            pitches = [parse_pitch(t) for t in f.get("pitches", str).split()]
+        except UserError as exc:
+            raise f.error("pitches", exc.message) from None
+    else:
+        lv, gc = f.get("lv", str), f.get("gongche", str)
+        if len(lv) != len(gc):
+            raise f.error("gongche", f"{len(gc)} 工尺 letters for {len(lv)} 律; expected one each")
+        pitches = []
+        for i, (l, g) in enumerate(zip(lv, gc), start=1):
+            l = corrections.get(i, l)
+            if l not in LV:
+                raise f.error("lv", f"syllable {i}: unknown 律 {l!r}")
+            if g not in GONGCHE:
+                raise f.error("gongche", f"syllable {i}: unknown 工尺 letter {g!r}")
+            allowed, octave = GONGCHE[g]
+            if l not in allowed:
+                raise f.error("gongche", f"syllable {i}: 工尺 {g} cannot stand for {l}; it stands for "
+                                         f"{'/'.join(allowed)}")
+            pitches.append(Pitch(LV.index(l), octave))
+    if not pitches:
+        raise f.error("pitches", "empty stanza")
+    if words is not None and len(words) != len(pitches):
+        raise f.error("words", f"{len(words)} syllables for {len(pitches)} notes; expected one each")
+    return tuple((p, words[i] if words else None) for i, p in enumerate(pitches))
+
+
+def load_piece(path: str | Path) -> Piece:
+    data, text = tomlfile.load(path)
+    f = tomlfile.Fields(data, str(path), text, "")
+    f.unknown(_KEYS)
+    corr: dict = {}
+    for j, c in enumerate(f.get("correction", list, [])):
+        cf = tomlfile.Fields(c, str(path), text, f"correction[{j}]", tomlfile.table_line(text, "correction", j))
+        corr.setdefault(cf.get("stanza", int, lo=1), {})[cf.get("syllable", int, lo=1)] = cf.get("lv", str)
+    stanzas = []
+    for j, s in enumerate(f.get("stanza", list)):
+        sf = tomlfile.Fields(s, str(path), text, f"stanza[{j}]", tomlfile.table_line(text, "stanza", j))
+        stanzas.append(_stanza(sf, corr.get(j + 1, {}), j + 1))
+    if not stanzas:
+        raise f.error("stanza", "a piece needs at least one [[stanza]]")
+    return Piece(title=f.get("title", str), english=f.get("english", str, ""), mode=f.get("mode", str, ""),
+                 reconstruction=f.get("reconstruction", bool), source=f.get("source", str),
+                 phrase_syllables=f.get("phrase_syllables", int, 4, lo=1, hi=64),
+                 stanzas=tuple(stanzas), file=str(path))
+
+
+def load_all(folder: str | Path | None = None) -> dict:
+    """All pieces of ``folder`` (default pieces/), by title."""
+    folder = Path(folder) if folder else paths.pieces_dir()
+    out = {}
+    for p in sorted(folder.glob("*.toml")):
+        piece = load_piece(p)
+        if piece.title in out:
+            raise UserError(f"duplicate piece title {piece.title!r}", file=str(p), key="title")
+        out[piece.title] = piece
+    return out

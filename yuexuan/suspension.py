@@ -1,0 +1,25 @@
+"""The suspension hierarchy by rank (rite/suspension.toml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from yuexuan import paths, tomlfile
+
+
+@dataclass(frozen=True)
+class Rank:
+    rank: str
+    suspension: str          # 宫县 | 轩县 | 判县 | 特县
+    sides: tuple             # 县 sides that carry a hung set
+    shejie_jie: int          # 射节: 天子 9, 诸侯 7, 卿大夫 and 士 5
+    shejie_piece: str
+    in_seeds: bool
+    source: str
+
+
+def load(path: str | Path | None = None) -> dict:
+    data, text = tomlfile.load(Path(path) if path else paths.rite_dir() / "suspension.toml")
+    return {r["rank"]: Rank(r["rank"], r["suspension"], tuple(r["sides"]), int(r["shejie_jie"]),
+                            r["shejie_piece"], bool(r["in_seeds"]), r["source"]) for r in data["rank"]}
