@@ -1,0 +1,326 @@
+"""The audio guide in a real headless Chromium (selenium): served over HTTP and opened from file://.
+
+The audio is a silent FLAC of the timeline's length written here with soundfile, so the page's
+wiring is tested independently of the renderer. Evidence: the browser's own log, its media and
+text-track state, and the SVG classes after seeking the <audio> element.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from yuexuan import cli, guide
+from yuexuan.compiler import compile_file
+from yuexuan.timeline import to_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+CUES = ROOT / "cues" / "dashe.toml"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files with HTTP Range support, as any static host has (browsers seek media with it)."""
+
+    def log_message(self, *args):
+        pass
+
+    def send_head(self):
+        path = self.translate_path(self.path)
+        m = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range") or "")
+        if not m or not os.path.isfile(path):
+            self._remaining = None
+            return super().send_head()
+        size = os.path.getsize(path)
+        a, b = m.groups()
+        start = int(a) if a else max(0, size - int(b))
+        end = min(int(b), size - 1) if (a and b) else size - 1
+        if start >= size:
+            self.send_error(416)
+            return None
+        f = open(path, "rb")
+        f.seek(start)
+        self.send_response(206)
+        self.send_header("Content-Type", self.guess_type(path))
+        self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.send_header("Content-Length", str(end - start + 1))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        self._remaining = end - start + 1
+        return f
+
+    def copyfile(self, source, outputfile):
+        n = getattr(self, "_remaining", None)
+        if n is None:
+            return super().copyfile(source, outputfile)
+        while n > 0:
+            buf = source.read(min(65536, n))
+            if not buf:
+                break
+            outputfile.write(buf)
+            n -= len(buf)
+
+
+@pytest.fixture(scope="module")
+def timeline():
+    return compile_file(CUES)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, timeline):
+    d = tmp_path_factory.mktemp("guide")
+    audio = d / "src" / "dashe.flac"
+    audio.parent.mkdir()
+    sr = 8000
+    sf.write(audio, np.zeros(int(np.ceil(timeline.duration * sr)) + sr, dtype="int16"), sr)
+    out = d / "site"
+    assert cli.main(["guide", str(CUES), "-o", str(out), "--audio", str(audio)]) == 0
+    bare = d / "bare"
+    assert cli.main(["guide", str(CUES), "-o", str(bare)]) == 0
+    return {"dir": out, "bare": bare, "audio_s": sf.info(str(audio)).duration}
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                          functools.partial(RangeHandler, directory=str(site["dir"].parent)))
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    yield f"http://127.0.0.1:{srv.server_port}"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--window-size=1280,900"):
+        opts.add_argument(a)
+    opts.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    opts.binary_location = CHROMIUM
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+    drv.set_page_load_timeout(30)
+    yield drv
+    drv.quit()
+
+
+def _open(browser, url: str) -> None:
+    browser.get(url)
+    _wait(browser, "return document.documentElement.dataset.ready === '1'")
+    browser.get_log("browser")          # anything logged so far is checked by the caller
+
+
+def _wait(browser, script: str, *args, timeout: float = 10.0):
+    t_end = time.monotonic() + timeout
+    while True:
+        v = browser.execute_script(script, *args)
+        if v:
+            return v
+        if time.monotonic() > t_end:
+            raise AssertionError(f"timed out waiting for: {script}")
+        time.sleep(0.05)
+
+
+def _problems(log) -> list:
+    return [e for e in log if e["level"] in ("SEVERE", "WARNING")]
+
+
+def _seek(browser, t: float) -> float:
+    """Seek the page's <audio> to ``t`` s; return the media's own currentTime after 'seeked'."""
+    browser.execute_script("""
+        const a = document.getElementById('audio');
+        window.__seeked = false;
+        a.addEventListener('seeked', () => { window.__seeked = true; }, {once: true});
+        a.currentTime = arguments[0];""", t)
+    _wait(browser, "return window.__seeked === true")
+    time.sleep(0.05)
+    return browser.execute_script("return document.getElementById('audio').currentTime")
+
+
+def _lit(browser, name: str) -> bool:
+    cls = browser.execute_script("return document.getElementById(arguments[0]).getAttribute('class')",
+                                 f"inst-{name}")
+    return "sounding" in cls.split()
+
+
+def _drum_beat(timeline) -> float:
+    """A 貍首 beat at which 建鼓·东 is struck (a note within 10 ms of the beat)."""
+    drum = np.array([n.time for n in timeline.notes if n.instrument == "建鼓·东" and n.cue == "lishou"])
+    beats = timeline.beat_times("lishou")
+    assert len(beats) and len(drum)
+    hit = [b for b in beats if np.min(np.abs(drum - b)) < 0.01]
+    assert hit, "no 貍首 beat carries a 建鼓·东 stroke"
+    return float(hit[len(hit) // 2])
+
+
+def _quiet_time(timeline, name: str) -> float:
+    """A time inside 鹿鸣 at least 2 s away from any note of ``name``."""
+    c = timeline.cue("luming")
+    on = np.array([n.time for n in timeline.notes if n.instrument == name])
+    for t in np.arange(c.start + 1, c.end - 1, 0.5):
+        if len(on) == 0 or np.min(np.abs(on - t)) > 2.0:
+            return float(t)
+    raise AssertionError("no quiet time found")
+
+
+def _check_page(browser, timeline, site, base_url: str) -> None:
+    _open(browser, base_url + "/index.html")
+    _wait(browser, "const a = document.getElementById('audio'); return a.readyState >= 1")
+    _wait(browser, "const t = document.getElementById('captions'); return t.readyState === 2")
+    state = browser.execute_script("""
+        const a = document.getElementById('audio'), tr = document.getElementById('captions');
+        return {src: a.currentSrc, dur: a.duration, err: a.error && a.error.code,
+                tsrc: tr.src, kind: tr.kind, mode: tr.track.mode,
+                cues: Array.from(tr.track.cues).map(c => [c.id, c.startTime, c.endTime, c.text])};""")
+    assert state["src"].endswith("/dashe.flac") and state["err"] is None
+    assert state["dur"] == pytest.approx(site["audio_s"], abs=0.01)
+    assert state["kind"] == "captions"
+    # one caption per cue, at the cue's times, naming its piece and quoting its source
+    by_id = {c.id: c for c in timeline.cues}
+    assert [c[0] for c in state["cues"]] == [c.id for c in sorted(timeline.cues, key=lambda c: (c.start, c.end))]
+    for cid, start, end, text in state["cues"]:
+        c = by_id[cid]
+        assert start == pytest.approx(c.start, abs=0.002) and end == pytest.approx(c.end, abs=0.002)
+        assert c.piece in text
+        if c.gloss:
+            assert c.gloss.split(";")[0][:40] in text
+    # seeking: the 建鼓·东 lights on a 貍首 beat and not in a quiet stretch of 鹿鸣
+    quiet = _quiet_time(timeline, "建鼓·东")
+    assert _seek(browser, quiet) == pytest.approx(quiet, abs=0.05)
+    assert not _lit(browser, "建鼓·东")
+    beat = _drum_beat(timeline)
+    assert _seek(browser, beat) == pytest.approx(beat, abs=0.05)
+    assert _lit(browser, "建鼓·东")
+    cap = browser.execute_script("return document.getElementById('caption').textContent")
+    assert "貍首" in cap
+    cur = browser.execute_script(
+        "const b = document.querySelector('button.cue[aria-current=\"true\"]'); return b && b.dataset.cue")
+    assert cur == "lishou"
+    assert _problems(browser.get_log("browser")) == []
+
+
+def test_served_over_http(browser, server, timeline, site):
+    _check_page(browser, timeline, site, server + "/site")
+    assert browser.execute_script("return document.getElementById('captions').src").endswith("/captions.vtt")
+
+
+def test_opened_from_file_url(browser, timeline, site):
+    _check_page(browser, timeline, site, site["dir"].as_uri())
+
+
+def test_cue_list_is_keyboard_operable(browser, server, timeline):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    _open(browser, server + "/site/index.html")
+    _wait(browser, "return document.getElementById('audio').readyState >= 1")
+    buttons = browser.find_elements(By.CSS_SELECTOR, "button.cue")
+    assert [b.get_attribute("data-cue") for b in buttons] == \
+        [c.id for c in sorted(timeline.cues, key=lambda c: (c.start, c.end))]
+    luming = next(b for b in buttons if b.get_attribute("data-cue") == "luming")
+    browser.execute_script("arguments[0].focus()", luming)
+    luming.send_keys(Keys.ENTER)
+    _wait(browser, "return Math.abs(document.getElementById('audio').currentTime - arguments[0]) < 0.05",
+          timeline.cue("luming").start)
+    assert _lit(browser, "歌") or _wait(browser, "return document.getElementById('inst-歌')"
+                                              ".classList.contains('sounding')")
+    # ] moves to the next cue
+    browser.find_element(By.TAG_NAME, "body").send_keys("]")
+    nxt = min((c.start for c in timeline.cues if c.start > timeline.cue("luming").start + 0.05))
+    _wait(browser, "return Math.abs(document.getElementById('audio').currentTime - arguments[0]) < 0.05", nxt)
+    assert _problems(browser.get_log("browser")) == []
+
+
+def test_bilingual_and_phone_width(browser, server):
+    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.common.by import By
+
+    _open(browser, server + "/site/index.html")
+    zh = browser.execute_script("return document.querySelectorAll('body [lang=zh]').length")
+    en = browser.execute_script("return document.querySelectorAll('body [lang=en]').length")
+    assert zh > 5 and en > 5
+    Select(browser.find_element(By.ID, "lang")).select_by_value("en")
+    shown = browser.execute_script("""return [Array.from(document.querySelectorAll('body [lang=zh]'))
+        .filter(e => e.offsetParent !== null).length, Array.from(document.querySelectorAll('body [lang=en]'))
+        .filter(e => e.offsetParent !== null).length]""")
+    assert shown[0] == 0 and shown[1] > 5
+    browser.set_window_size(390, 844)
+    try:
+        _open(browser, server + "/site/index.html")
+        w = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert w[0] <= w[1], f"page scrolls sideways on a phone: {w}"
+    finally:
+        browser.set_window_size(1280, 900)
+
+
+def test_page_without_audio_has_a_notice_and_a_working_slider(browser, server, timeline):
+    _open(browser, server + "/bare/index.html")
+    assert browser.execute_script("return document.querySelector('#audio source')") is None
+    assert "No audio" in browser.execute_script("return document.querySelector('.notice').textContent")
+    beat = _drum_beat(timeline)
+    browser.execute_script("const s = document.getElementById('time'); s.value = arguments[0];"
+                           "s.dispatchEvent(new Event('input'));", beat)
+    # the slider has 0.1 s steps; the stroke is held long enough to still show
+    assert _lit(browser, "建鼓·东")
+    assert _problems(browser.get_log("browser")) == []
+
+
+def test_site_files(site, timeline):
+    d = site["dir"]
+    names = {p.name for p in d.iterdir()}
+    assert {"index.html", "app.js", "style.css", "timeline.json", "captions.vtt", "layout.svg",
+            "dashe.flac"} <= names
+    assert json.loads((d / "timeline.json").read_text(encoding="utf-8")) == \
+        json.loads(json.dumps(to_dict(timeline)))
+    page = (d / "index.html").read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the page must not reach the network"
+    for n in timeline.instrument_names():
+        assert f'id="inst-{n}"' in page
+    # a static host must be able to read every file
+    assert all(p.stat().st_mode & 0o044 == 0o044 for p in d.iterdir())
+
+
+def test_vtt_text(timeline):
+    vtt = guide.cue_vtt(timeline)
+    assert vtt.startswith("WEBVTT\n")
+    blocks = [b for b in vtt.split("\n\n")[1:] if "-->" in b]
+    assert len(blocks) == len(timeline.cues)
+    first = blocks[0].splitlines()
+    c0 = min(timeline.cues, key=lambda c: c.start)
+    assert first[0] == c0.id and first[1] == f"{guide.vtt_time(c0.start)} --> {guide.vtt_time(c0.end)}"
+    assert guide.vtt_time(3725.5) == "01:02:05.500"
+
+
+def test_build_step_uses_the_rendered_audio(tmp_path, timeline):
+    from yuexuan.commands import guide as guide_cmd
+
+    sf.write(tmp_path / "dashe.wav", np.zeros(800, dtype="int16"), 8000)
+    written = guide_cmd.build_step(timeline, CUES, tmp_path)
+    assert tmp_path / "guide" / "index.html" in written
+    assert (tmp_path / "guide" / "dashe.wav").is_file()
+    assert 'src="dashe.wav"' in (tmp_path / "guide" / "index.html").read_text(encoding="utf-8")
+
+
+def test_bad_audio_is_a_user_error(tmp_path, capsys):
+    assert cli.main(["guide", str(CUES), "-o", str(tmp_path / "g"), "--audio", str(tmp_path / "no.flac")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no.flac" in err
