@@ -59,13 +59,12 @@ class Output:
 
     ``send`` never raises for a missing destination: while the port is gone messages are
     dropped (and counted); :meth:`check` (called from a watcher thread) notices loss and
-    return, reopening the port, and reports each change through ``on_change(text)``.
+    return, reopening the port.
     """
 
-    def __init__(self, api: str, fragment: str | None, on_change=lambda text: None):
+    def __init__(self, api: str, fragment: str | None):
         self.api = api
         self.fragment = fragment
-        self.on_change = on_change
         self._lock = threading.Lock()
         self._out = _client("out", api, CLIENT)
         self._watch = None if fragment is None else _client("out", api, CLIENT + "-watch")
@@ -111,15 +110,12 @@ class Output:
             if self.connected and self.port_name not in names:
                 self.connected = False
                 self._out.close_port()
-                self.on_change(f"MIDI output {self.port_name!r} has gone; the show runs on "
-                               f"silently and output resumes when it returns")
                 return "lost"
             if not self.connected and present:
                 mine = self._out.get_ports()
                 if present[0] not in mine:
                     return None
                 self._open(mine.index(present[0]), present[0])
-                self.on_change(f"MIDI output {self.port_name!r} is back; output resumed")
                 return "back"
         return None
 

@@ -1,0 +1,240 @@
+"""``yuexuan play CUES``: drive a live rig over MIDI from the compiled timeline (see docs/play.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from yuexuan import atomic, live, operator, ports, sync
+from yuexuan.errors import UserError
+
+HELP = "play the timeline live to a MIDI port: operator GO / soft stop / hold / panic, clock, MTC, MSC"
+
+PORT_POLL_S = 0.5       # how often the output port is looked for (loss and return)
+SCREEN_S = 0.2          # status screen refresh period
+
+
+def add_arguments(p) -> None:
+    p.add_argument("cues_file", metavar="CUES", nargs="?",
+                   help="cue sheet (TOML) or a saved timeline (.json)")
+    p.add_argument("--port", metavar="NAME",
+                   help="send to the first MIDI destination whose name contains NAME "
+                        "(default: open a virtual port 'yuexuan:out')")
+    p.add_argument("--api", choices=sorted(ports.APIS), default="alsa",
+                   help="MIDI backend (default alsa)")
+    p.add_argument("--list-ports", action="store_true", help="list MIDI ports and exit")
+    p.add_argument("--cues", metavar="ID,ID", help="play only these cues (comma-separated ids)")
+    p.add_argument("--from", dest="from_s", type=float, metavar="SECONDS",
+                   help="start at this timeline time (s) of the selection")
+    p.add_argument("--until", dest="until_s", type=float, metavar="SECONDS",
+                   help="start no note at or after this timeline time (s)")
+    p.add_argument("--auto", action="store_true",
+                   help="no operator: play the selection as compiled (open-ended cues take "
+                        "their default lengths)")
+    p.add_argument("--clock", action="store_true", help="send MIDI clock (24 ppqn, start/stop)")
+    p.add_argument("--bpm", type=float, default=60.0, help="MIDI clock tempo (default 60)")
+    p.add_argument("--mtc", action="store_true", help="send MIDI Time Code quarter frames")
+    p.add_argument("--mtc-fps", type=int, default=25, choices=sorted(sync.MTC_RATES),
+                   help="MTC frame rate (default 25)")
+    p.add_argument("--msc", type=int, metavar="DEVICE",
+                   help="send an MSC GO (lighting) to DEVICE (0-127) at each cue start; "
+                        "accept MSC GO/STOP for it")
+    p.add_argument("--pitch-bend", action="store_true",
+                   help="tune by pitch bend instead of MTS SysEx")
+    p.add_argument("--control", metavar="NAME",
+                   help="MIDI input (foot switch, show controller) whose name contains NAME")
+    p.add_argument("--go-midi", default="cc:64", metavar="note:N|cc:N",
+                   help="incoming MIDI that means GO (default cc:64, a sustain pedal)")
+    p.add_argument("--stop-midi", default="cc:67", metavar="note:N|cc:N",
+                   help="incoming MIDI that means soft stop (default cc:67)")
+    p.add_argument("--report", metavar="FILE.json",
+                   help="write the run's timing report and cue anchors as JSON")
+
+
+def _timeline(path: str, cue_ids):
+    if path.lower().endswith(".json"):
+        from yuexuan.timeline import from_dict
+        try:
+            return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise UserError("no such file", file=path) from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"not a yuexuan timeline JSON ({exc})", file=path) from None
+    from yuexuan.compiler import compile_file
+    return compile_file(path, cue_ids)
+
+
+def program_for(args):
+    """The compiled, windowed programme for ``args`` (timeline → MIDI messages → cues)."""
+    from yuexuan.midi import timeline_messages
+    cue_ids = [c.strip() for c in args.cues.split(",") if c.strip()] if args.cues else None
+    tl = _timeline(args.cues_file, cue_ids)
+    messages = timeline_messages(tl, pitch_bend=args.pitch_bend)
+    return live.build_program(tl, messages, cue_ids, args.from_s, args.until_s)
+
+
+def _print_ports(api: str) -> None:
+    found = ports.list_ports(api)
+    for kind in ("outputs", "inputs"):
+        print(f"{api} MIDI {kind}:")
+        for name in found[kind] or ["(none)"]:
+            print(f"  {name}")
+
+
+class _Terminal:
+    """Raw key input and a redrawn status screen on a TTY; lines in, lines out otherwise."""
+
+    def __init__(self, commands: queue.Queue):
+        self.commands = commands
+        self.tty = sys.stdin.isatty() and sys.stdout.isatty()
+        self._saved = None
+        self._stop = threading.Event()
+        self._last = None
+        self._notices_seen = 0
+        if self.tty:
+            import termios
+            import tty
+            self._saved = termios.tcgetattr(sys.stdin.fileno())
+            tty.setcbreak(sys.stdin.fileno())
+            sys.stdout.write("\x1b[?25l")
+        threading.Thread(target=self._read, daemon=True, name="yuexuan-keys").start()
+
+    def _read(self) -> None:
+        fd = sys.stdin.fileno()
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+            except (OSError, ValueError):
+                return
+            if not ready:
+                continue
+            if self.tty:
+                key = os.read(fd, 1).decode("utf-8", "replace")
+                cmd = operator.command_for_key(key)
+            else:
+                line = sys.stdin.readline()
+                if not line:
+                    return              # end of input: keep playing (auto) or until signalled
+                cmd = operator.command_for_line(line)
+            if cmd:
+                self.commands.put(cmd)
+
+    def show(self, status) -> None:
+        if self.tty:
+            sys.stdout.write("\x1b[H\x1b[2J" + operator.render(status) + "\n")
+            sys.stdout.flush()
+            return
+        key = (status.state, status.cue.id if status.cue else None)
+        if key != self._last:
+            self._last = key
+            print(f"{status.state}" + (f" {key[1]}" if key[1] else ""), flush=True)
+        fresh = status.notice_count - self._notices_seen
+        for n in status.notices[-fresh:] if fresh > 0 else ():
+            print(f"» {n}", flush=True)
+        self._notices_seen = status.notice_count
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._saved is not None:
+            import termios
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._saved)
+            sys.stdout.write("\x1b[?25h\n")
+            sys.stdout.flush()
+
+
+def _on_term(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run(args) -> int:
+    if args.list_ports:
+        _print_ports(args.api)
+        return 0
+    if not args.cues_file:
+        raise UserError("a cue sheet is needed (or --list-ports)", key="CUES")
+    if args.msc is not None and not 0 <= args.msc <= 127:
+        raise UserError(f"MSC device id must be 0..127, got {args.msc}", key="--msc")
+    go_trigger = sync.parse_trigger(args.go_midi, "--go-midi")
+    stop_trigger = sync.parse_trigger(args.stop_midi, "--stop-midi")
+    program = program_for(args)
+    options = live.ShowOptions(auto=args.auto, from_s=args.from_s, until_s=args.until_s,
+                               clock_bpm=args.bpm if args.clock else None,
+                               mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc)
+    if args.clock:
+        sync.clock_period_s(args.bpm)
+    sys.setswitchinterval(0.0005)        # let the scheduler thread take the GIL promptly
+    out = ports.Output(args.api, args.port)
+    show = live.Show(program, out.send, options, port_name=out.port_name)
+    control = None
+    commands: queue.Queue = queue.Queue()
+    term = None
+    old_term = signal.signal(signal.SIGTERM, _on_term)
+    interrupted = False
+    try:
+        if args.control:
+            control = ports.Input(args.api, args.control,
+                                  lambda data: show.midi_in(data, go_trigger, stop_trigger))
+        term = _Terminal(commands)
+        show.start()
+        next_poll = time.monotonic() + PORT_POLL_S
+        next_draw = 0.0
+        while not show.done.is_set():
+            if show.error is not None:
+                raise RuntimeError(f"scheduler failed: {show.error!r}") from show.error
+            try:
+                cmd = commands.get(timeout=0.02)
+            except queue.Empty:
+                cmd = None
+            if cmd == "quit":
+                break
+            if cmd:
+                show.notice(show.command(cmd))
+            now = time.monotonic()
+            if now >= next_poll:
+                next_poll = now + PORT_POLL_S
+                change = out.check()
+                if change:
+                    show.port_changed(change)
+            if now >= next_draw or cmd:
+                next_draw = now + (SCREEN_S if term.tty else 0.05)
+                term.show(show.status())
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            show.shutdown()
+            if control is not None:
+                control.close()
+            out.close()
+            if term is not None:
+                term.show(show.status())
+                term.close()
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, old_term)
+    summary = show.stats.summary()
+    print(summary.line() + (f"; {out.dropped} dropped while the port was gone"
+                            if out.dropped else ""), file=sys.stderr)
+    if args.report:
+        atomic.write_text(args.report, json.dumps(_report(show, summary), ensure_ascii=False,
+                                                  indent=1))
+    if interrupted:
+        print("yuexuan play: interrupted; all notes off", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _report(show, summary) -> dict:
+    return {"timing_ms": {"count": summary.count, "p50": summary.p50_ms, "p95": summary.p95_ms,
+                          "p99": summary.p99_ms, "max": summary.max_ms},
+            "anchors": [{"cues": list(c), "anchor_monotonic": a} for c, a in show.anchors],
+            "sent": show.sent, "dropped": show.dropped}
