@@ -1,0 +1,267 @@
+"""The performers' score: a music21 Score of selected cues, written as MusicXML (and PDF via LilyPond).
+
+One part per instrument group (歌, 瑟, 簜, 钟·鑮, 磬, 鼓, 呼). Each cue starts a new measure under a
+rehearsal mark; its tempo is one quarter note per median onset interval of the cue, and onsets are
+quantised to sixteenths of that. Pitched notes are written at the nearest equal-tempered pitch
+(the timeline's MIDI key); under each note: the 歌's syllable (verse 1, 歌 only), the 律 name and the
+deviation of the exact 三分损益 pitch from the written one, in cents.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from yuexuan import atomic
+from yuexuan.errors import UserError
+from yuexuan.timeline import Timeline
+
+#: group key -> (part name, abbreviation); in score order, top to bottom.
+GROUPS = {"歌": ("歌 Voices", "歌"), "瑟": ("瑟 Zithers", "瑟"), "簜": ("簜 Pipes", "簜"),
+          "钟": ("钟·鑮 Bells", "钟"), "磬": ("磬 Stone chimes", "磬"), "鼓": ("鼓·鼙·鼗 Drums", "鼓"),
+          "呼": ("呼 Calls (获, 诺)", "呼")}
+_FAMILY_GROUP = {"bell": "钟", "stone": "磬", "drum": "鼓", "string": "瑟", "pipe": "簜", "voice": "歌"}
+#: display positions (step, octave) of the unpitched drums on the percussion staff, by kind.
+DRUM_LINE = {"建鼓": ("F", 4), "鼙": ("C", 5), "鼗": ("G", 5)}
+GRID = 4                     # divisions of a quarter note onsets are quantised to (sixteenths)
+BEATS_PER_MEASURE = 4
+
+
+def group_of(name: str, facts: dict) -> str:
+    """The score part an instrument belongs to."""
+    kind = facts.get("kind", "")
+    if kind in ("歌", "呼"):
+        return kind
+    return _FAMILY_GROUP.get(facts.get("family", ""), "呼")
+
+
+def cents_text(c: float | None) -> str:
+    """Cents as written under a note: sign always shown, rounded to the cent (e.g. ``−21``)."""
+    if c is None:
+        return ""
+    r = int(round(c))
+    return "±0" if r == 0 else (f"+{r}" if r > 0 else f"−{-r}")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One cue laid out in the score: where it starts (quarters) and its tempo."""
+
+    cue_id: str
+    offset_ql: float          # quarter notes from the start of the score
+    length_ql: float          # whole measures
+    quarter_s: float          # seconds per quarter note
+
+
+def _quarter_s(times: np.ndarray) -> float:
+    """Seconds per quarter note for a cue: of the common onset intervals (0.4–2.5 s, at least a
+    tenth of them), the one whose sixteenth grid fits the onsets best; ties go to the slowest."""
+    on = np.unique(np.round(times - times.min(), 3)) if len(times) else np.zeros(1)
+    ioi = np.round(np.diff(on), 2)
+    ioi = ioi[(ioi >= 0.4) & (ioi <= 2.5)]
+    if len(ioi) == 0:
+        return 1.0
+    vals, counts = np.unique(ioi, return_counts=True)
+    keep = counts >= max(1, 0.1 * len(ioi))
+    best = None
+    for q, n in zip(vals[keep], counts[keep]):
+        x = on / q * GRID
+        err_s = float(np.mean(np.abs(x - np.round(x)))) * q / GRID
+        key = (round(err_s, 2), -q)
+        if best is None or key < best[0]:
+            best = (key, float(q))
+    return best[1]
+
+
+def select_cues(timeline: Timeline, cue_ids: list | None) -> list:
+    """The cues to print, in time order; all cues with notes when ``cue_ids`` is empty."""
+    with_notes = {n.cue for n in timeline.notes}
+    if cue_ids:
+        known = {c.id for c in timeline.cues}
+        for cid in cue_ids:
+            if cid not in known:
+                raise UserError(f"unknown cue {cid!r}; expected one of: {', '.join(c.id for c in timeline.cues)}",
+                                key="--cues")
+        chosen = [c for c in timeline.cues if c.id in set(cue_ids)]
+    else:
+        chosen = [c for c in timeline.cues if c.id in with_notes]
+    chosen = [c for c in chosen if c.id in with_notes]
+    if not chosen:
+        raise UserError("the selected cues have no notes to print", key="--cues")
+    return sorted(chosen, key=lambda c: c.start)
+
+
+def build_score(timeline: Timeline, cue_ids: list | None = None):
+    """A music21 ``Score`` of the chosen cues (see the module docstring)."""
+    from music21 import (bar, clef, expressions, instrument, layout, metadata, meter, note, percussion,
+                         stream, tempo)
+
+    cues = select_cues(timeline, cue_ids)
+    insts = timeline.instruments
+    groups_used = []
+    notes_by_cue = {c.id: [n for n in timeline.notes if n.cue == c.id] for c in cues}
+    sections = []
+    offset = 0.0
+    for c in cues:
+        ns = notes_by_cue[c.id]
+        q = _quarter_s(np.array([n.time for n in ns]))
+        end_ql = max((n.time - c.start + n.duration) / q for n in ns)
+        length = math.ceil(max(end_ql, 1e-9) / BEATS_PER_MEASURE) * BEATS_PER_MEASURE
+        sections.append(Section(c.id, offset, float(length), q))
+        offset += length
+        for n in ns:
+            g = group_of(n.instrument, insts.get(n.instrument, {}))
+            if g not in groups_used:
+                groups_used.append(g)
+    total_ql = offset
+    order = [g for g in GROUPS if g in groups_used] + [g for g in groups_used if g not in GROUPS]
+
+    score = stream.Score()
+    score.metadata = metadata.Metadata()
+    pieces = "、".join(dict.fromkeys(c.piece for c in cues))
+    score.metadata.title = f"{timeline.ceremony.name} · {pieces}"
+    score.metadata.composer = ("风雅十二诗谱 (Song) where it survives; lost pieces are modern "
+                               "reconstructions (重构)")
+    score.metadata.movementName = f"黄钟 = {timeline.ceremony.huangzhong_hz:g} Hz"
+
+    for gi, g in enumerate(order):
+        part = stream.Part()
+        part.id = f"P{gi + 1}"
+        name, abbr = GROUPS.get(g, (g, g))
+        inst = instrument.UnpitchedPercussion() if g == "鼓" else instrument.Instrument()
+        inst.partName, inst.partAbbreviation = name, abbr
+        inst.instrumentName = name
+        part.insert(0, inst)
+        part.partName, part.partAbbreviation = name, abbr
+        if g == "鼓":
+            part.insert(0, clef.PercussionClef())
+        part.insert(0, meter.TimeSignature(f"{BEATS_PER_MEASURE}/4"))
+        for sec, c in zip(sections, cues):
+            if gi == 0:
+                part.insert(sec.offset_ql, tempo.MetronomeMark(number=round(60.0 / sec.quarter_s, 1),
+                                                               referent=1.0))
+                label = f"{c.piece} · {c.action}" + (" · 重构 reconstruction" if c.reconstruction else "")
+                part.insert(sec.offset_ql, expressions.RehearsalMark(label))
+            ns = [n for n in notes_by_cue[c.id] if group_of(n.instrument, insts.get(n.instrument, {})) == g]
+            _fill(part, ns, c.start, sec, drum=(g == "鼓"), words=(g == "歌"), insts=insts)
+        if g != "鼓":
+            part.insert(0, clef.bestClef(part, recurse=True))
+        _rest_gaps(part, total_ql)
+        part.makeMeasures(inPlace=True)
+        part.makeTies(inPlace=True)
+        boundaries = {s.offset_ql + s.length_ql for s in sections}
+        for m in part.getElementsByClass(stream.Measure):
+            if m.offset + m.barDuration.quarterLength in boundaries:
+                m.rightBarline = bar.Barline("final" if m.offset + m.barDuration.quarterLength >= total_ql
+                                             else "double")
+        score.insert(0, part)
+    score.insert(0, layout.StaffGroup(list(score.parts), name="", symbol="bracket"))
+    return score
+
+
+def _fill(part, ns: list, cue_start: float, sec: Section, drum: bool, words: bool, insts: dict) -> None:
+    """Insert the notes of one group in one cue: chords of simultaneous onsets, no overlaps."""
+    from music21 import chord, note, percussion, pitch
+
+    if not ns:
+        return
+    on_q = np.round((np.array([n.time for n in ns]) - cue_start) / sec.quarter_s * GRID) / GRID
+    dur_q = np.maximum(np.round(np.array([n.duration for n in ns]) / sec.quarter_s * GRID) / GRID, 1 / GRID)
+    onsets = np.unique(on_q)
+    for k, t in enumerate(onsets):
+        idx = np.nonzero(on_q == t)[0]
+        nxt = onsets[k + 1] if k + 1 < len(onsets) else sec.length_ql
+        d = float(min(dur_q[idx].max(), nxt - t))
+        at = [ns[i] for i in idx]
+        if drum:
+            lines = sorted({DRUM_LINE.get(insts.get(n.instrument, {}).get("kind", ""), ("A", 4)) for n in at},
+                           key=lambda s: (s[1], "CDEFGAB".index(s[0])))
+            heads = []
+            for step, octv in lines:
+                u = note.Unpitched()
+                u.displayStep, u.displayOctave = step, octv
+                heads.append(u)
+            el = heads[0] if len(heads) == 1 else percussion.PercussionChord(heads)
+            el.quarterLength = d
+            el.addLyric("·".join(dict.fromkeys(n.instrument.split("·")[0] for n in at)))
+        else:
+            keys = {}
+            for n in at:                          # one head per MIDI key; the loudest note names it
+                if n.midi not in keys or n.velocity > keys[n.midi].velocity:
+                    keys[n.midi] = n
+            heads = [keys[m] for m in sorted(keys)]
+            if len(heads) == 1:
+                el = note.Note(pitch.Pitch(midi=heads[0].midi))
+            else:
+                el = chord.Chord([pitch.Pitch(midi=h.midi) for h in heads])
+            el.quarterLength = d
+            el.volume.velocity = max(h.velocity for h in heads)
+            if words:
+                syl = next((n.lyric for n in at if n.lyric), None)
+                el.addLyric(syl or "", lyricNumber=1)
+            el.addLyric("/".join(h.lv or "" for h in reversed(heads)),
+                        lyricNumber=2 if words else 1)
+            el.addLyric("/".join(cents_text(h.cents) for h in reversed(heads)),
+                        lyricNumber=3 if words else 2)
+        part.insert(sec.offset_ql + float(t), el)
+
+
+def _rest_gaps(part, total_ql: float) -> None:
+    """Fill the silences between notes with rests, up to ``total_ql``."""
+    from music21 import note
+
+    pos = 0.0
+    events = sorted((e.offset, e.offset + e.quarterLength) for e in part.notes)
+    for start, end in events + [(total_ql, total_ql)]:
+        if start > pos + 1e-6:
+            r = note.Rest()
+            r.quarterLength = start - pos
+            part.insert(pos, r)
+        pos = max(pos, end)
+
+
+def write_musicxml(score, target: str | Path) -> Path:
+    """Write ``score`` as MusicXML to ``target`` atomically."""
+    target = Path(target)
+    with atomic.atomic_path(target, suffix=".musicxml") as tmp:
+        score.write("musicxml", fp=str(tmp), makeNotation=True)
+    return target
+
+
+def lilypond_available() -> bool:
+    return bool(shutil.which("lilypond") and shutil.which("musicxml2ly"))
+
+
+def write_pdf(musicxml: str | Path, target: str | Path, timeout_s: float = 300.0) -> Path:
+    """Engrave ``musicxml`` to PDF with LilyPond (``musicxml2ly`` then ``lilypond``)."""
+    if not lilypond_available():
+        raise UserError("--pdf needs LilyPond (Debian package 'lilypond': lilypond and musicxml2ly)")
+    target = Path(target)
+    with tempfile.TemporaryDirectory(prefix="yuexuan-ly-") as d:
+        ly = Path(d) / "score.ly"
+        _run(["musicxml2ly", "--no-beaming", "-o", str(ly), str(musicxml)], timeout_s)
+        _run(["lilypond", "-dno-point-and-click", "-o", str(Path(d) / "score"), str(ly)], timeout_s)
+        pdf = Path(d) / "score.pdf"
+        if not pdf.is_file():
+            raise UserError("LilyPond wrote no PDF", file=str(musicxml))
+        with atomic.atomic_path(target, suffix=".pdf") as tmp:
+            shutil.copyfile(pdf, tmp)
+            os.chmod(tmp, 0o644)
+    return target
+
+
+def _run(cmd: list, timeout_s: float) -> None:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{cmd[0]} took longer than {timeout_s:g} s") from None
+    if p.returncode != 0:
+        last = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        raise UserError(f"{cmd[0]} failed (exit {p.returncode}): {last[0]}")
