@@ -21,7 +21,6 @@ STROKE_S = 0.4            # MIDI length of a drum stroke
 BO_STEPS = 2.0            # a 鑮 stroke lasts two note steps
 CALL_DELAY_S = (1.5, 2.6)     # 获者: 举旌以宫, then 偃旌以商, after the arrow is loosed
 CALL_LEN_S = (1.0, 0.8)
-MODE_GONG = "黄"          # the rite's calls are in 黄钟宫: 宫 = 黄, 商 = 太 (宫数八十一，商数七十二)
 MAX_NOTES = 5_000_000     # refuse to build more sounded events than this (memory guard)
 
 VELOCITY = {"melody": 84, "phrase_accent": 12, "建鼓": 104, "鼙": 88, "鼗": 80, "鑮": 96}
@@ -166,7 +165,7 @@ def _huo_calls(b: _Builder, spec, t_arrow: float):
     caller = b.insts.get("获者")
     if caller is None or not b.available(caller):
         return
-    ws = wusheng(MODE_GONG)
+    ws = wusheng(b.sheet.gong.lv)
     for (delay, length), (sheng, vel) in zip(zip(CALL_DELAY_S, CALL_LEN_S), (("宫", 100), ("商", 60))):
         b.note(spec, t_arrow + delay, length, caller, parse_pitch(ws[sheng]), vel, lyric="获", key="calls")
 
@@ -177,7 +176,7 @@ def _calls(b: _Builder, spec, t0: float, vdefs: dict) -> float:
     if calls and all(c.plain for c in calls) and gongshang:
         c = calls[0]
         calls = [cuesheet.Call(c.who, "宫", c.word, 0.0, 3.5, 100), cuesheet.Call(c.who, "商", c.word, 5.0, 2.5, 90)]
-    ws = wusheng(MODE_GONG)
+    ws = wusheng(b.sheet.gong.lv)
     end = t0
     for c in calls:
         inst = b.insts[c.who]

@@ -13,6 +13,7 @@ from yuexuan import tomlfile, variants as variants_mod
 from yuexuan.errors import UserError
 from yuexuan.instruments import KINDS
 from yuexuan.tomlfile import Fields
+from yuexuan.tuning import parse_pitch
 
 RANKS = ("天子", "诸侯", "卿大夫", "士")
 ARCHER_RANKS = ("公", "宾", "卿", "大夫", "士")
@@ -23,7 +24,7 @@ MAX_PAIRS = 200_000
 MAX_CUES = 10_000
 
 _TOP = {"ceremony", "variants", "shejie", "pair", "cue"}
-_CEREMONY = {"name", "rank", "huangzhong_hz", "gap_seconds", "syllable_seconds", "note_seconds",
+_CEREMONY = {"name", "rank", "huangzhong_hz", "gong", "gap_seconds", "syllable_seconds", "note_seconds",
              "open_ended_seconds"}
 _SHEJIE = {"jie_seconds", "pi_offsets", "gu_offsets", "syllables_per_jie", "heard_jie"}
 _PAIR = {"id", "group", "upper", "lower", "hits"}
@@ -124,6 +125,7 @@ class CueSheet:
     name: str
     rank: str
     huangzhong_hz: float
+    gong: object              # tuning.Pitch: the 宫 of the rite's mode (calls 以宫 … 以商)
     gap_seconds: float
     syllable_seconds: float
     note_seconds: float
@@ -183,6 +185,10 @@ def parse(path: str | Path, pieces: dict, instruments: dict) -> CueSheet:
     cer.line = next((i for i, l in enumerate(text.splitlines(), 1) if l.strip() == "[ceremony]"), None)
     cer.unknown(_CEREMONY)
     rank = cer.get("rank", str, choices=RANKS)
+    try:
+        gong = parse_pitch(cer.get("gong", str, "黄钟"))
+    except UserError as exc:
+        raise cer.error("gong", exc.message) from None
 
     vdefs = variants_mod.load()
     vline = next((i for i, l in enumerate(text.splitlines(), 1) if l.strip() == "[variants]"), None)
@@ -322,7 +328,7 @@ def parse(path: str | Path, pieces: dict, instruments: dict) -> CueSheet:
             note_seconds=_seconds(cf, "note_seconds", None, lo=0.05)))
     return CueSheet(
         file=path, name=cer.get("name", str), rank=rank,
-        huangzhong_hz=cer.get("huangzhong_hz", float, lo=20.0, hi=2000.0),
+        huangzhong_hz=cer.get("huangzhong_hz", float, lo=20.0, hi=2000.0), gong=gong,
         gap_seconds=_seconds(cer, "gap_seconds", 5.0),
         syllable_seconds=_seconds(cer, "syllable_seconds", 1.2, lo=0.05),
         note_seconds=_seconds(cer, "note_seconds", 1.0, lo=0.05),

@@ -1,0 +1,85 @@
+"""Bad cue sheets: one clear message naming the file and line or key, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+GOOD = (__import__("pathlib").Path(__file__).resolve().parent.parent / "cues" / "dashe.toml").read_text(encoding="utf-8")
+
+def _line(fragment: str) -> str:
+    """':N:' for the line of the default sheet that starts with ``fragment``."""
+    n = next(i for i, l in enumerate(GOOD.splitlines(), 1) if l.startswith(fragment))
+    return f":{n}:"
+
+
+CASES = {
+    # name: (edit of the default sheet, expected fragment of the message, expected line or key)
+    "toml_syntax": (lambda t: t.replace('gap_seconds = 5.0', 'gap_seconds = = 5.0'), "TOML syntax error", _line("gap_seconds")),
+    "unknown_piece": (lambda t: t.replace('piece = "新宫"', 'piece = "新宫乐"'), "unknown piece '新宫乐'", "cue[3].piece"),
+    "unknown_instrument": (lambda t: t.replace('melody = ["簜"]', 'melody = ["笙"]'), "unknown instrument '笙'", "cue[3].melody"),
+    "unknown_rank": (lambda t: t.replace('rank = "诸侯"', 'rank = "王"'), "unknown value '王'", "ceremony.rank"),
+    "unknown_lv": (lambda t: t.replace('gong = "黄钟"', 'gong = "黄种"'), "unknown 律 '黄种'", "ceremony.gong"),
+    "negative_gap": (lambda t: t.replace('gap_seconds = 5.0', 'gap_seconds = -5.0'), "too small", "ceremony.gap_seconds"),
+    "absurd_hz": (lambda t: t.replace('huangzhong_hz = 345.0', 'huangzhong_hz = 1e9'), "too large", "ceremony.huangzhong_hz"),
+    "absurd_duration": (lambda t: t.replace('open_ended_seconds = 40.0', 'open_ended_seconds = 1e12'), "too large", "ceremony.open_ended_seconds"),
+    "nan": (lambda t: t.replace('gap_seconds = 5.0', 'gap_seconds = nan'), "finite", "ceremony.gap_seconds"),
+    "missing_key": (lambda t: t.replace('source = "「乃管新宫三终，卒管」 [001]; 郑 「管谓吹簜，以播新宫之乐，其篇亡」 [000]"\n', ''), "missing key", "cue[3].source"),
+    "duplicate_id": (lambda t: t.replace('id = "ao"', 'id = "gai"'), "duplicate cue id 'gai'", "cue[14].id"),
+    "duplicate_pair": (lambda t: t.replace('id = "次耦"', 'id = "上耦"'), "duplicate pair id", "pair[1].id"),
+    "unknown_variant_option": (lambda t: t.replace('luming_sanzhong = "郑玄"', 'luming_sanzhong = "朱熹"'), "unknown value '朱熹'", "variants.luming_sanzhong"),
+    "unknown_key": (lambda t: t.replace('zhong = 3\nsanzhong = "xingong_sanzhong"', 'zhongs = 3\nsanzhong = "xingong_sanzhong"'), "unknown key", "cue[3].zhongs"),
+    "wrong_type": (lambda t: t.replace('arrow_seconds = 4.0\npair_seconds = 8.0\n\n[[cue]]\nid = "round2_quhou"', 'arrow_seconds = "four"\npair_seconds = 8.0\n\n[[cue]]\nid = "round2_quhou"'), "expected a number", "cue[5].arrow_seconds"),
+    "unknown_pair_group": (lambda t: t.replace('pairs = ["三耦"]\nperformers = "三耦; 获者"', 'pairs = ["四耦"]\nperformers = "三耦; 获者"'), "no pair or group named '四耦'", "cue[5].pairs"),
+    "bad_hits": (lambda t: t.replace('hits = ["x..x.x..",', 'hits = ["x..y.x..",'), "x (hit) or . (miss)", "pair[0].hits"),
+    "gong_as_upper": (lambda t: t.replace('upper = { name = "宾", rank = "宾" }\nlower = { name = "公", rank = "公" }', 'upper = { name = "公", rank = "公" }\nlower = { name = "宾", rank = "宾" }'), "下射", "pair[3].upper"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_cue_sheet(name, cli, tmp_path):
+    edit, fragment, where = CASES[name]
+    bad = edit(GOOD)
+    assert bad != GOOD, "the edit must change the sheet"
+    src = tmp_path / "bad.toml"
+    src.write_text(bad, encoding="utf-8")
+    out = tmp_path / "out.mid"
+    old = tmp_path / "old.mid"
+    old.write_bytes(b"previous output")
+    r = cli("compile", src, "-o", out, "--timeline", tmp_path / "out.json")
+    assert r.returncode == 2, r.stderr
+    err = r.stderr.strip()
+    assert "Traceback" not in r.stderr and len(err.splitlines()) == 1, err
+    assert str(src) in err and fragment in err and where in err, err
+    assert not out.exists() and not (tmp_path / "out.json").exists()
+    # overwriting an existing output with a bad sheet leaves it untouched
+    r = cli("compile", src, "-o", old)
+    assert r.returncode == 2 and old.read_bytes() == b"previous output"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temp files left
+
+
+@pytest.mark.parametrize("content,fragment", [(b"", "a cue sheet"), (b"\x00\x01binary", "binary file"),
+                                              (b"\xff\xfe[c", "not UTF-8")])
+def test_empty_binary_and_non_utf8_files(content, fragment, cli, tmp_path):
+    src = tmp_path / "x.toml"
+    src.write_bytes(content)
+    r = cli("compile", src, "-o", tmp_path / "o.mid")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert fragment in r.stderr or "missing key" in r.stderr, r.stderr
+
+
+def test_missing_file_and_unknown_cue_ids(cli, tmp_path):
+    r = cli("compile", tmp_path / "nope.toml", "-o", tmp_path / "o.mid")
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = cli("compile", "cues/dashe.toml", "-o", tmp_path / "o.mid", "--cues", "lishou,nope")
+    assert r.returncode == 2 and "unknown cue id 'nope'" in r.stderr
+
+
+def test_line_numbers_point_at_the_cue(cli, tmp_path):
+    bad = GOOD.replace('piece = "骜"', 'piece = "九夏"')
+    src = tmp_path / "bad.toml"
+    src.write_text(bad, encoding="utf-8")
+    r = cli("compile", src, "-o", tmp_path / "o.mid")
+    line = int(re.search(r"bad\.toml:(\d+):", r.stderr).group(1))
+    assert bad.splitlines()[line - 1].strip() == 'piece = "九夏"'

@@ -1,0 +1,282 @@
+"""The compiler and its MIDI: read back with mido and music21 and compared with the timeline."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter, defaultdict
+
+import mido
+import pytest
+
+from yuexuan.compiler import compile_file
+from yuexuan.midi import DRUM_CHANNEL, write_smf
+
+TOL_S = 0.002            # MIDI tick rounding: 1 tick ≤ 0.65 ms at the slowest tempo here
+
+
+def _midi_notes(path):
+    """(time_s, track, channel, key, velocity, duration_s) of every note, by mido's own clock."""
+    mf = mido.MidiFile(path, charset="utf-8")
+    names = [t.name for t in mf.tracks]
+    # walk each track with the tempo map of track 0, converting with mido.tick2second
+    tempo_events = []
+    tick = 0
+    for m in mf.tracks[0]:
+        tick += m.time
+        if m.type == "set_tempo":
+            tempo_events.append((tick, m.tempo))
+
+    def seconds(abs_tick):
+        s, last_tick, tempo = 0.0, 0, 500000
+        for t, tp in tempo_events:
+            if t > abs_tick:
+                break
+            s += mido.tick2second(t - last_tick, mf.ticks_per_beat, tempo)
+            last_tick, tempo = t, tp
+        return s + mido.tick2second(abs_tick - last_tick, mf.ticks_per_beat, tempo)
+
+    out = []
+    for ti, track in enumerate(mf.tracks):
+        tick, on = 0, {}
+        for m in track:
+            tick += m.time
+            if m.type == "note_on" and m.velocity > 0:
+                on.setdefault((m.channel, m.note), []).append((tick, m.velocity))
+            elif m.type in ("note_off", "note_on"):
+                t0, vel = on[(m.channel, m.note)].pop(0)
+                out.append((seconds(t0), names[ti], m.channel, m.note, vel, seconds(tick) - seconds(t0)))
+    return sorted(out), mf
+
+
+def test_midi_round_trip_with_mido(default_timeline, tmp_path):
+    tl = default_timeline
+    path = tmp_path / "d.mid"
+    write_smf(tl, path)
+    notes, mf = _midi_notes(path)
+    assert mf.type == 1
+    names = [t.name for t in mf.tracks]
+    assert names[0] == "乐县"
+    assert set(names[1:]) == {n.instrument for n in tl.notes}
+    assert len(notes) == len(tl.notes)
+    expected = sorted((n.time, n.instrument, n.midi, n.velocity, n.duration) for n in tl.notes)
+    got = sorted((t, name, key, vel, dur) for t, name, ch, key, vel, dur in notes)
+    for e, g in zip(expected, got):
+        assert g[1:4] == e[1:4]
+        assert abs(g[0] - e[0]) <= TOL_S and abs(g[4] - e[4]) <= TOL_S
+    # drums on channel 10, every pitched body on a channel of its own
+    by_track = defaultdict(set)
+    for _, name, ch, *_ in notes:
+        by_track[name].add(ch)
+    for n in tl.notes:
+        assert (DRUM_CHANNEL in by_track[n.instrument]) == (n.hz is None)
+    # markers name every cue at its start; mido's own seconds clock agrees with the timeline
+    markers, t = [], 0.0
+    for m in mf:                       # merged, time in seconds via the tempo map
+        t += m.time
+        if m.type == "marker":
+            markers.append((t, m.text))
+    assert [txt.split(":")[0] for _, txt in markers] == [c.id for c in tl.cues]
+    for (t, txt), c in zip(markers, tl.cues):
+        assert abs(t - c.start) <= TOL_S and c.piece in txt
+    assert len({m.tempo for m in mf.tracks[0] if m.type == "set_tempo"}) > 1   # a real tempo map
+
+
+def test_mts_sysex_tunes_every_sounded_key(default_timeline, tmp_path):
+    path = tmp_path / "d.mid"
+    write_smf(default_timeline, path)
+    mf = mido.MidiFile(path, charset="utf-8")
+    tuned = {}
+    for m in mf.tracks[0]:
+        if m.type == "sysex" and list(m.data[:4]) == [0x7F, 0x7F, 0x08, 0x02]:
+            d = list(m.data)
+            for i in range(d[5]):
+                key, xx, yy, zz = d[6 + 4 * i: 10 + 4 * i]
+                tuned[key] = 440.0 * 2 ** ((xx + ((yy << 7) | zz) / 16384 - 69) / 12)
+    for n in default_timeline.notes:
+        if n.hz is not None:
+            assert abs(1200 * math.log2(tuned[n.midi] / n.hz)) < 0.01
+    # every pitched channel selects tuning program 0 by RPN 0x0003
+    rpn = defaultdict(list)
+    for tr in mf.tracks[1:]:
+        for m in tr:
+            if m.type == "control_change":
+                rpn[m.channel].append((m.control, m.value))
+    pitched_channels = {m.channel for tr in mf.tracks[1:] for m in tr
+                        if m.type == "note_on" and m.channel != DRUM_CHANNEL}
+    for ch in pitched_channels:
+        seq = rpn[ch]
+        assert ((101, 0) in seq and (100, 3) in seq and (6, 0) in seq)
+
+
+def test_pitch_bend_mode(default_timeline, tmp_path):
+    path = tmp_path / "b.mid"
+    write_smf(default_timeline, path, pitch_bend=True)
+    mf = mido.MidiFile(path, charset="utf-8")
+    assert not any(m.type == "sysex" for t in mf.tracks for m in t)
+    bends = [m for t in mf.tracks for m in t if m.type == "pitchwheel"]
+    pitched = [n for n in default_timeline.notes if n.hz is not None]
+    assert len(bends) == len(pitched)
+    for m, n in zip(sorted(bends, key=lambda m: m.pitch), sorted(pitched, key=lambda n: n.cents)):
+        assert abs(m.pitch / 8192 * 200 - n.cents) < 0.05
+
+
+def test_music21_reads_the_same_notes(tmp_path):
+    import music21
+    tl = compile_file("cues/dashe.toml", ["luming"])
+    path = tmp_path / "luming.mid"
+    write_smf(tl, path)
+    score = music21.converter.parse(str(path), quantizePost=False)
+    by_part = {}
+    for part in score.parts:
+        name = part.partName or ""
+        pitches = []
+        for el in part.recurse().notes:
+            for p in (el.pitches if el.isChord else [el.pitch]):
+                pitches.append(p.midi)
+        by_part[name] = pitches
+    for inst in ("歌", "瑟"):
+        expected = [n.midi for n in tl.notes if n.instrument == inst]
+        got = next(v for k, v in by_part.items() if inst in k)
+        assert got == expected
+    # onsets in seconds, through music21's own tempo handling
+    sung = [n for n in tl.notes if n.instrument == "歌"]
+    part = next(p for p in score.parts if "歌" in (p.partName or ""))
+    flat = part.flatten()
+    smap = {round(e["offsetSeconds"], 3) for e in flat.secondsMap if isinstance(e["element"], music21.note.Note)}
+    assert all(any(abs(s - n.time) < 0.003 for s in smap) for n in sung[:40])
+
+
+RANK_SHEET = re.compile(r'^rank = "诸侯"', re.M)
+
+
+def _with_rank(default_cues, tmp_path, rank):
+    text = default_cues.read_text(encoding="utf-8")
+    assert RANK_SHEET.search(text)
+    p = tmp_path / f"{rank}.toml"
+    p.write_text(RANK_SHEET.sub(f'rank = "{rank}"', text), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("rank,n_jie", [("诸侯", 7), ("天子", 9), ("卿大夫", 5), ("士", 5)])
+def test_shejie_counts_by_rank(default_cues, tmp_path, rank, n_jie):
+    tl = compile_file(_with_rank(default_cues, tmp_path, rank))
+    beats = [b for b in tl.beats if b.cue == "lishou"]
+    per_pair = defaultdict(list)
+    for b in beats:
+        per_pair[b.pair].append(b)
+    assert len(per_pair) == 8
+    for pair, bs in per_pair.items():
+        assert max(b.jie for b in bs) == n_jie
+        assert sum(b.shoot for b in bs) == 8                     # 乘矢: four arrows each
+        assert {b.jie for b in bs if not b.shoot} == set(range(1, n_jie - 3))   # N−4 heard (贾疏)
+
+
+def test_shifa_order_and_gong_first(default_timeline):
+    beats = [b for b in default_timeline.beats if b.cue == "lishou" and b.shoot]
+    by_pair = defaultdict(list)
+    for b in beats:
+        by_pair[b.pair].append(b)
+    for pair, bs in by_pair.items():
+        roles = [b.role for b in sorted(bs, key=lambda b: b.time)]
+        first = "下射" if pair == "公耦" else "上射"
+        other = "上射" if first == "下射" else "下射"
+        assert roles == [first, other] * 4
+        arrows = Counter((b.archer, b.arrow) for b in bs)
+        assert all(v == 1 for v in arrows.values()) and len(arrows) == 8
+    gong = sorted(by_pair["公耦"], key=lambda b: b.time)
+    assert gong[0].archer == "公" and gong[1].archer == "宾"
+
+
+def test_jian_ruo_yi_equal_jie(default_timeline):
+    tl = default_timeline
+    shuo = [n.time for n in tl.notes if n.cue == "lishou" and n.instrument == "朔鼙"]
+    gaps = [b - a for a, b in zip(shuo, shuo[1:])]
+    assert len(shuo) == 8 * 7
+    assert max(gaps) - min(gaps) < 1e-6
+    # each 节: 朔鼙 first, 应鼙 answering, then 建鼓 with 鑮
+    for t in shuo[:7]:
+        ying = min(n.time for n in tl.notes if n.instrument == "应鼙" and n.time >= t)
+        gu = min(n.time for n in tl.notes if n.instrument == "建鼓·东" and n.time >= t)
+        bo = min(n.time for n in tl.notes if n.instrument == "鑮·东" and n.time >= t)
+        assert t < ying < gu and gu == bo
+    # every beat is a 建鼓 stroke
+    gu_times = {round(n.time, 6) for n in tl.notes if n.instrument.startswith("建鼓")}
+    assert all(round(b.time, 6) in gu_times for b in tl.beats)
+
+
+# 风雅十二诗谱 《鹿鸣》 stanza 1 (scores.md): 律 line with the octave from the 工尺 line
+# (六 = 黄清, 五 = 太清; the 31st note 大→太清 as scores.md says).
+LUMING_1_LV = "黄南蕤姑南姑太黄蕤林应南林南黄林蕤林南姑应黄姑南林南黄姑林南太黄"
+LUMING_1_GC = "六工勾一工一四合勾尺凡工尺工六尺勾尺工一凡六一工尺工合一尺工五六"
+RATIO = {"黄": 1, "大": 2187 / 2048, "太": 9 / 8, "夹": 19683 / 16384, "姑": 81 / 64,
+         "仲": 177147 / 131072, "蕤": 729 / 512, "林": 3 / 2, "夷": 6561 / 4096, "南": 27 / 16,
+         "无": 59049 / 32768, "应": 243 / 128}
+WORDS_1 = "呦呦鹿鸣食野之苹我有嘉宾鼓瑟吹笙吹笙鼓簧承筐是将人之好我示我周行"
+
+
+def test_luming_follows_the_fengya_score_in_cents(default_timeline):
+    tl = default_timeline
+    sung = [n for n in tl.notes if n.cue == "luming" and n.instrument == "歌"]
+    assert len(sung) == 3 * 103            # 郑玄: 鹿鸣 three times (32 + 36 + 35 syllables)
+    ref = tl.ceremony.huangzhong_hz / 2    # the singers sound an octave below the reference
+    for n, lv, gc, word in zip(sung, LUMING_1_LV, LUMING_1_GC, WORDS_1):
+        octave = 1 if gc in "六五" else 0
+        expected = 1200 * math.log2(RATIO[lv] * 2 ** octave)
+        assert abs(1200 * math.log2(n.hz / ref) - expected) < 1e-6
+        assert n.lyric == word
+    se = [n for n in tl.notes if n.cue == "luming" and n.instrument == "瑟"]
+    assert [n.hz for n in se] == [n.hz for n in sung]     # the 瑟 double the sung line
+
+
+def test_ao_jigong_reading_sings_three_songs(default_cues, tmp_path):
+    text = default_cues.read_text(encoding="utf-8").replace('luming_sanzhong = "郑玄"', 'luming_sanzhong = "敖继公"')
+    p = tmp_path / "ao.toml"
+    p.write_text(text, encoding="utf-8")
+    tl = compile_file(p, ["luming"])
+    words = "".join(n.lyric for n in tl.notes if n.instrument == "歌")
+    assert words.startswith("呦呦鹿鸣") and "四牡騑騑" in words and words.endswith("周爰咨询")
+
+
+def test_sixia_xian_variant(default_cues, tmp_path):
+    tl = compile_file(default_cues, ["sixia_bin", "sixia_gong"])
+    assert {"颂钟", "颂磬"} <= set(tl.cue("sixia_bin").instruments)
+    assert not {"笙钟", "笙磬"} & set(tl.cue("sixia_bin").instruments)
+    assert {"笙钟", "笙磬"} <= set(tl.cue("sixia_gong").instruments)
+    text = default_cues.read_text(encoding="utf-8").replace('sixia_xian = "敖继公"', 'sixia_xian = "盛世佐"')
+    p = tmp_path / "sheng.toml"
+    p.write_text(text, encoding="utf-8")
+    tl2 = compile_file(p, ["sixia_bin", "sixia_gong"])
+    for cid in ("sixia_bin", "sixia_gong"):          # 盛: the same for both — here both sides
+        assert {"笙钟", "颂钟", "笙磬", "颂磬"} <= set(tl2.cue(cid).instruments)
+
+
+def test_every_cue_quotes_its_source_and_marks_reconstructions(default_timeline):
+    for c in default_timeline.cues:
+        assert "「" in c.source and "」" in c.source
+    recon = {c.piece for c in default_timeline.cues if c.reconstruction}
+    assert {"肆夏", "新宫", "貍首", "陔", "骜"} <= recon
+    assert not default_timeline.cue("luming").reconstruction
+
+
+def test_selection_starts_at_zero(default_cues):
+    tl = compile_file(default_cues, ["lishou"])
+    assert tl.cues[0].start == 0.0 and [c.id for c in tl.cues] == ["lishou"]
+    assert min(n.time for n in tl.notes) == 0.0
+
+
+def test_timeline_json_contract(cli, tmp_path):
+    out, js = tmp_path / "a.mid", tmp_path / "a.json"
+    r = cli("compile", "cues/dashe.toml", "-o", out, "--timeline", js)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(js.read_text(encoding="utf-8"))
+    assert set(d["ceremony"]) >= {"name", "rank", "suspension", "huangzhong_hz"}
+    assert d["ceremony"]["rank"] == "诸侯" and d["ceremony"]["suspension"] == "轩县"
+    assert set(d["cues"][0]) >= {"id", "piece", "action", "start", "end", "instruments", "reconstruction", "source"}
+    assert set(d["notes"][0]) >= {"time", "duration", "instrument", "cue", "midi", "hz", "velocity"}
+    assert set(d["beats"][0]) >= {"time", "cue", "pair", "jie", "shoot", "role", "archer", "arrow"}
+    drums = [n for n in d["notes"] if n["instrument"].startswith("建鼓")]
+    assert drums and all(n["hz"] is None for n in drums)
+    from yuexuan.timeline import from_dict, to_dict
+    assert to_dict(from_dict(d)) == d
