@@ -1,0 +1,86 @@
+"""``yuexuan render CUES -o OUT.wav|OUT.flac``: the rite as sound, with stems and chapter sidecars."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+from yuexuan import render
+from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline, selection
+from yuexuan.errors import UserError
+
+HELP = "render the rite to a stereo WAV/FLAC (−16 LUFS, ≤ −1 dBTP) with .vtt/.cue chapters and stems"
+LISTENERS = ("宾", "公", "中庭")
+
+
+def add_arguments(p) -> None:
+    add_cues_argument(p)
+    p.add_argument("-o", "--output", required=True, metavar="OUT.flac",
+                   help="audio file to write (.wav or .flac); OUT.vtt and OUT.cue are written beside it")
+    add_selection_argument(p)
+    p.add_argument("--stems", metavar="DIR", help="also write one file per instrument into DIR, "
+                   "named as in the timeline (e.g. DIR/建鼓·东.flac), aligned with the mix")
+    p.add_argument("--sample-rate", type=int, default=48000, metavar="HZ", help="default 48000")
+    p.add_argument("--listener", default="宾", choices=LISTENERS,
+                   help="where the rite is heard from: 宾 (the guest's seat, default), 公 (the ruler's "
+                        "seat), 中庭 (the middle of the courtyard)")
+
+
+class _Bar:
+    """A one-line progress bar on a terminal (stderr); silent otherwise."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.on = hasattr(stream, "isatty") and stream.isatty()
+        self.last = -1
+
+    def __call__(self, fraction: float, stage: str) -> None:
+        if not self.on:
+            return
+        pct = int(fraction * 100)
+        if pct == self.last:
+            return
+        self.last = pct
+        bar = "#" * (pct // 4) + "." * (25 - pct // 4)
+        self.stream.write(f"\rrender [{bar}] {pct:3d}% {stage:5s}")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.on:
+            self.stream.write("\r" + " " * 48 + "\r")
+            self.stream.flush()
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)       # unwinds through atomic_path: the old file stays
+
+
+def run(args) -> int:
+    render.output_format(args.output)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    bar = _Bar()
+    try:
+        tl = load_timeline(args, "render")
+        opts = render.Options(sample_rate=args.sample_rate, listener=args.listener,
+                              cues=tuple(selection(args)) if args.cues else None)
+        t0 = time.perf_counter()
+        rep = render.render(tl, args.output, opts, stems_dir=args.stems, progress=bar)
+        dt = time.perf_counter() - t0
+    finally:
+        bar.done()
+        signal.signal(signal.SIGTERM, previous)
+    print(f"{rep.path}: {rep.duration_s:.1f} s, {rep.notes} notes, {rep.loudness_lufs:.2f} LUFS, "
+          f"true peak {rep.true_peak_dbtp:.2f} dBTP, rendered in {dt:.1f} s "
+          f"({rep.duration_s / max(dt, 1e-9):.0f}× real time)")
+    for p in rep.sidecars + rep.stems:
+        print(p)
+    return 0
+
+
+def build_step(timeline, cues_path, out_dir) -> list:
+    """For ``yuexuan build``: ``out_dir/<stem>.flac`` with its ``.vtt`` and ``.cue`` chapters."""
+    target = Path(out_dir) / f"{Path(cues_path).stem}.flac"
+    rep = render.render(timeline, target)
+    return [Path(rep.path)] + [Path(p) for p in rep.sidecars]

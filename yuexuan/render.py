@@ -1,0 +1,445 @@
+"""The audio renderer: Timeline → stereo file (WAV or FLAC), stems and chapter sidecars.
+
+Streaming, in two passes over fixed-size blocks (never the whole ceremony in memory):
+
+1. every note's waveform comes from :mod:`yuexuan.synth` through a bounded cache, already placed
+   by :mod:`yuexuan.space` (pan, distance gain, reflections; the travel delay shifts its start);
+   blocks of the mix are measured (:class:`~yuexuan.loudness.LoudnessMeter`) and spooled as float32
+   to an anonymous temporary file (gone with the process, however it ends);
+2. the spool is read back, scaled to the loudness target, passed through a look-ahead true-peak
+   limiter, measured again and written to a temporary file beside the target, renamed on success.
+   Stems are rendered again block by block (the renderer is deterministic) with the same gain and
+   limiter envelope, so they add up to the mix sample for sample.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+from scipy import ndimage
+
+from yuexuan import atomic, instruments as instruments_mod, loudness, space, synth
+from yuexuan.errors import UserError
+from yuexuan.timeline import Timeline
+
+TARGET_LUFS = -16.0
+CEILING_DBTP = -1.0
+LIMITER_MARGIN_DB = 0.4        # the limiter aims this far under the ceiling
+LIMITER_WINDOW_S = 0.004       # gain falls over 2 windows before a peak and recovers after
+LOUDNESS_TOLERANCE_LU = 0.1    # re-run the gain pass if the limiter moved loudness more
+BLOCK = 1 << 16                # samples a block
+FORMATS = {".wav": ("WAV", "PCM_24"), ".flac": ("FLAC", "PCM_24")}
+
+
+@dataclass(frozen=True)
+class Options:
+    sample_rate: int = 48000
+    listener: str = "宾"
+    cues: tuple | None = None          # cue ids to render; time 0 = the first one's start
+    target_lufs: float = TARGET_LUFS
+    ceiling_dbtp: float = CEILING_DBTP
+    block: int = BLOCK
+
+
+@dataclass
+class Report:
+    path: str
+    duration_s: float
+    notes: int
+    loudness_lufs: float
+    true_peak_dbtp: float
+    gain_db: float
+    limited_s: float                   # time the limiter pulled the gain down, s
+    passes: int
+    stems: list = field(default_factory=list)
+    sidecars: list = field(default_factory=list)
+    cache_misses: int = 0
+
+
+def output_format(path: str | Path) -> tuple[str, str]:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise UserError(f"unsupported audio file type {suffix or '(none)'!r}; use .wav or .flac",
+                        file=str(path))
+    return FORMATS[suffix]
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan: which cached waveform starts at which sample, with which gain
+
+
+@dataclass
+class Plan:
+    sample_rate: int
+    t0: float                          # timeline time of sample 0, s
+    starts: np.ndarray                 # int64 start sample of each event (travel delay included)
+    ends: np.ndarray                   # int64 end sample (exclusive)
+    gains: np.ndarray                  # float32 amplitude of each event
+    keys: list                         # synth.note_key of each event
+    inst: np.ndarray                   # int index into names
+    names: list                        # instrument names with events, timeline order
+    total: int                         # samples in the file
+    cue_ids: frozenset | None          # the selected cues (None: all)
+    cache: synth.NoteCache
+
+
+def _placements(names, insts: dict, timeline: Timeline, listener: space.Listener,
+                sample_rate: int) -> dict:
+    out = {}
+    for name in names:
+        pos = insts[name].position_m if name in insts else timeline.instruments[name]["position_m"]
+        out[name] = space.placement(listener, pos, sample_rate, seed_name=name)
+    return out
+
+
+def plan(timeline: Timeline, options: Options, instrument_table: dict | None = None,
+         listener_table: dict | None = None) -> Plan:
+    """Place every note of the selection; waveforms are rendered lazily by the plan's cache."""
+    sr = int(options.sample_rate)
+    if not 8000 <= sr <= 192000:
+        raise UserError(f"sample rate {sr} Hz is out of range (8000..192000)", key="--sample-rate")
+    insts = instrument_table if instrument_table is not None else instruments_mod.load_all()
+    listeners = listener_table if listener_table is not None else space.listeners()
+    if options.listener not in listeners:
+        raise UserError(f"unknown listener {options.listener!r}; choose one of "
+                        f"{', '.join(listeners)}", key="--listener")
+    listener = listeners[options.listener]
+    cue_ids = [c.id for c in timeline.cues]
+    if options.cues:
+        unknown = [c for c in options.cues if c not in cue_ids]
+        if unknown:
+            raise UserError(f"unknown cue id(s) {', '.join(unknown)}; the timeline has "
+                            f"{', '.join(cue_ids)}", key="--cues")
+        chosen = set(options.cues)
+        t0 = min(c.start for c in timeline.cues if c.id in chosen)
+        notes = [n for n in timeline.notes if n.cue in chosen]
+        t_end = max(c.end for c in timeline.cues if c.id in chosen)
+    else:
+        t0 = 0.0
+        notes = list(timeline.notes)
+        t_end = timeline.duration
+    for n in notes:
+        if n.instrument not in insts:
+            raise UserError(f"note of cue {n.cue!r} at {n.time:.3f} s is for instrument "
+                            f"{n.instrument!r}, which has no instruments/*.toml (no synthesis)")
+    names = [nm for nm in timeline.instrument_names() if any(n.instrument == nm for n in notes)]
+    index = {nm: i for i, nm in enumerate(names)}
+    places = _placements(names, insts, timeline, listener, sr)
+
+    def make(key):
+        inst = insts[key[0]]
+        mono = synth.note_from_key(key, inst.family, inst.synth, sr)
+        return space.spatialise(mono, places[key[0]])
+
+    cache = synth.NoteCache(make)
+    starts, ends, gains, keys, inst_idx = [], [], [], [], []
+    for n in notes:
+        inst = insts[n.instrument]
+        key = synth.note_key(n.instrument, inst.family, n.hz if inst.pitched else None,
+                             n.velocity, n.duration, n.lyric)
+        s = int(round((n.time - t0) * sr)) + places[n.instrument].delay_samples
+        if s < 0:
+            continue
+        length = _length(key, inst, sr, places[n.instrument])
+        starts.append(s)
+        ends.append(s + length)
+        level = 10 ** (float(inst.synth.get("gain_db", 0.0)) / 20)
+        gains.append(synth.velocity_gain(n.velocity) / synth.velocity_gain(key[2]) * level)
+        keys.append(key)
+        inst_idx.append(index[n.instrument])
+    starts_a = np.asarray(starts, dtype=np.int64)
+    ends_a = np.asarray(ends, dtype=np.int64)
+    total = max(int(math.ceil((t_end - t0) * sr)), int(ends_a.max()) if len(ends_a) else 0)
+    order = np.argsort(starts_a, kind="stable")
+    return Plan(sr, t0, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
+                [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,
+                total, frozenset(options.cues) if options.cues else None, cache)
+
+
+def _length(key, inst, sr: int, place: space.Placement) -> int:
+    """Samples of a placed waveform, without rendering it."""
+    return synth.length(inst.family, inst.synth, key[3], sr) + place.length_extra
+
+
+# ---------------------------------------------------------------------------------------------
+# block rendering
+
+
+def blocks(p: Plan, block: int, stems: bool = False):
+    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block."""
+    nev = len(p.starts)
+    nxt = 0
+    active: list = []
+    for b0 in range(0, p.total, block):
+        b1 = min(p.total, b0 + block)
+        while nxt < nev and p.starts[nxt] < b1:
+            active.append(nxt)
+            nxt += 1
+        mix = np.zeros((b1 - b0, 2), dtype=np.float32)
+        parts = {} if stems else None
+        keep = []
+        for e in active:
+            s, t = int(p.starts[e]), int(p.ends[e])
+            if t <= b0:
+                continue
+            keep.append(e)
+            a, z = max(s, b0), min(t, b1)
+            wave = p.cache.get(p.keys[e])
+            seg = wave[a - s:z - s] * p.gains[e]
+            if stems:
+                i = int(p.inst[e])
+                if i not in parts:
+                    parts[i] = np.zeros_like(mix)
+                parts[i][a - b0:z - b0] += seg
+            mix[a - b0:z - b0] += seg
+        active = [e for e in keep if p.ends[e] > b1]
+        yield b0, mix, parts
+
+
+def limiter_gain(x: np.ndarray, ceiling: float, window: int, lead: int) -> np.ndarray:
+    """Gain (≤ 1) for the middle of ``x`` (after ``lead`` samples of context, before the same at
+    the end) that keeps the 4× oversampled peak at or below ``ceiling`` (linear).
+
+    Minimum filter then moving average of the required gain, both 2·window+1 wide: the average of
+    minima around a sample never exceeds the gain required there (zero latency, offline).
+    """
+    env = loudness.true_peak_envelope(x)
+    need = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
+    w = 2 * window + 1
+    smooth = ndimage.uniform_filter1d(ndimage.minimum_filter1d(need, w, mode="nearest"), w,
+                                      mode="nearest")
+    return np.minimum(smooth, 1.0)[lead:len(x) - lead].astype(np.float32)
+
+
+def _stem_path(stems_dir: Path, name: str, suffix: str) -> Path:
+    if "/" in name or name in ("", ".", ".."):
+        raise UserError(f"instrument name {name!r} cannot be a file name")
+    return stems_dir / f"{name}{suffix}"
+
+
+def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
+           stems_dir: str | Path | None = None, progress=None,
+           instrument_table: dict | None = None, listener_table: dict | None = None) -> Report:
+    """Render ``timeline`` to ``out_path`` (.wav or .flac) atomically; optional stems.
+
+    ``progress(fraction, stage)`` is called after each block. Returns the measured figures.
+    """
+    out_path = Path(out_path)
+    fmt, subtype = output_format(out_path)
+    p = plan(timeline, options, instrument_table, listener_table)
+    sr, block = p.sample_rate, options.block
+    total_steps = 2 * max(1, math.ceil(p.total / block))
+    step = 0
+
+    # pass 1: mix, measure, spool
+    meter = loudness.LoudnessMeter(sr)
+    peaks = []
+    spool = tempfile.TemporaryFile(dir=out_path.parent if out_path.parent.exists() else None)
+    try:
+        for _, mix, _ in blocks(p, block):
+            meter.feed(mix)
+            peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
+            spool.write(mix.tobytes())
+            step += 1
+            if progress:
+                progress(step / total_steps, "mix")
+        l0 = meter.integrated()
+        if not math.isfinite(l0):
+            gain = 1.0
+        else:
+            gain = 10 ** ((options.target_lufs - l0) / 20)
+        passes = 0
+        while True:
+            passes += 1
+            rep = _gain_pass(p, spool, out_path, fmt, subtype, gain, options, peaks,
+                             Path(stems_dir) if stems_dir else None,
+                             (lambda f: progress(0.5 + f / 2, "level")) if progress else None)
+            off = options.target_lufs - rep.loudness_lufs
+            if not math.isfinite(off) or abs(off) <= LOUDNESS_TOLERANCE_LU or passes >= 3:
+                break
+            gain *= 10 ** (off / 20)
+    finally:
+        spool.close()
+    rep.notes = len(p.starts)
+    rep.passes = passes
+    rep.cache_misses = p.cache.misses
+    rep.sidecars = write_sidecars(timeline, out_path, p)
+    return rep
+
+
+def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: float,
+               options: Options, peaks: list, stems_dir: Path | None, progress) -> Report:
+    sr, block = p.sample_rate, options.block
+    ceiling = 10 ** ((options.ceiling_dbtp - LIMITER_MARGIN_DB) / 20)
+    window = max(1, int(LIMITER_WINDOW_S * sr))
+    lead = 2 * window + loudness.TAPS_PER_PHASE
+    bound = float(np.abs(loudness.interpolation_filter().reshape(-1, loudness.OVERSAMPLE))
+                  .sum(axis=0).max())
+    meter = loudness.LoudnessMeter(sr)
+    tp = loudness.TruePeakMeter()
+    nblocks = len(peaks)
+    frame_bytes = 2 * 4
+    limited = 0
+    stem_files, stem_ctx = {}, []
+    with atomic.atomic_path(out_path) as tmp, \
+            sf.SoundFile(tmp, "w", sr, 2, subtype=subtype, format=fmt) as out:
+        if stems_dir is not None:
+            stems_dir.mkdir(parents=True, exist_ok=True)
+            for i, name in enumerate(p.names):
+                target = _stem_path(stems_dir, name, out_path.suffix)
+                ctx = atomic.atomic_path(target)
+                stem_ctx.append(ctx)
+                stem_files[i] = sf.SoundFile(ctx.__enter__(), "w", sr, 2, subtype=subtype,
+                                             format=fmt)
+        try:
+            stem_blocks = blocks(p, block, stems=True) if stem_files else None
+            spool.seek(0)
+
+            def read_block(k):
+                n = min(block, p.total - k * block)
+                data = spool.read(n * frame_bytes)
+                return np.frombuffer(data, dtype=np.float32).reshape(n, 2) * np.float32(gain)
+
+            nxt = read_block(0) if nblocks else np.zeros((0, 2), np.float32)
+            prev_tail = np.zeros((lead, 2), np.float32)
+            for k in range(nblocks):
+                cur = nxt
+                nxt = read_block(k + 1) if k + 1 < nblocks else np.zeros((0, 2), np.float32)
+                hot = max(peaks[max(0, k - 1):k + 2]) * gain * bound > ceiling
+                if hot:
+                    head = nxt[:lead]
+                    if len(head) < lead:
+                        head = np.concatenate([head, np.zeros((lead - len(head), 2), np.float32)])
+                    g = limiter_gain(np.concatenate([prev_tail, cur, head]), ceiling, window, lead)
+                    limited += int(np.count_nonzero(g < 0.999))
+                    y = cur * g[:, None]
+                else:
+                    g = None
+                    y = cur
+                prev_tail = np.concatenate([prev_tail, cur])[-lead:]
+                meter.feed(y)
+                tp.feed(y)
+                out.write(y)
+                if stem_blocks is not None:
+                    _, _, parts = next(stem_blocks)
+                    for i, f in stem_files.items():
+                        part = parts.get(i)
+                        if part is None:
+                            f.write(np.zeros_like(y))
+                        else:
+                            part *= np.float32(gain)
+                            if g is not None:
+                                part *= g[:, None]
+                            f.write(part)
+                if progress:
+                    progress((k + 1) / nblocks)
+            for i, f in stem_files.items():
+                f.close()
+            for ctx in stem_ctx:
+                ctx.__exit__(None, None, None)
+            stem_ctx = []
+        except BaseException as exc:
+            for f in stem_files.values():
+                f.close()
+            for ctx in stem_ctx:
+                try:
+                    ctx.__exit__(type(exc), exc, exc.__traceback__)
+                except BaseException:
+                    pass
+            raise
+    return Report(str(out_path), p.total / sr, 0, meter.integrated(), tp.dbtp(),
+                  20 * math.log10(gain), limited / sr, 0,
+                  [str(_stem_path(stems_dir, n, out_path.suffix)) for n in p.names]
+                  if stems_dir is not None else [])
+
+
+# ---------------------------------------------------------------------------------------------
+# chapters
+
+
+def _vtt_time(t: float) -> str:
+    ms = int(round(max(0.0, t) * 1000))
+    h, ms = divmod(ms, 3600_000)
+    m, ms = divmod(ms, 60_000)
+    s, ms = divmod(ms, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}.{ms:03d}"
+
+
+def _cue_time(t: float) -> str:
+    frames = int(round(max(0.0, t) * 75))
+    m, frames = divmod(frames, 75 * 60)
+    s, f = divmod(frames, 75)
+    return f"{m:02d}:{s:02d}:{f:02d}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).replace("-->", "→").split())
+
+
+def chapters(timeline: Timeline, p: Plan) -> list:
+    """(start s, end s, cue) for each rendered cue, times relative to the file, sorted."""
+    dur = p.total / p.sample_rate
+    out = []
+    for c in timeline.cues:
+        if p.cue_ids is not None and c.id not in p.cue_ids:
+            continue
+        start, end = c.start - p.t0, c.end - p.t0
+        if end <= 0 or start >= dur:
+            continue
+        out.append((max(0.0, start), min(dur, end), c))
+    out.sort(key=lambda r: (r[0], r[1]))
+    return out
+
+
+def vtt_text(rows) -> str:
+    """WebVTT chapters: one cue per ritual cue (piece · ritual moment, then the quoted source)."""
+    lines = ["WEBVTT", "", "NOTE chapters of the rendered rite: piece, ritual moment, source", ""]
+    for k, (a, b, c) in enumerate(rows, start=1):
+        title = _one_line(c.piece)
+        if c.starts_when:
+            title += f" · {_one_line(c.starts_when)}"
+        lines += [f"{k} {c.id}", f"{_vtt_time(a)} --> {_vtt_time(max(b, a + 0.001))}", title]
+        if c.source:
+            lines.append(_one_line(c.source))
+        if c.gloss:
+            lines.append(_one_line(c.gloss))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def cue_text(rows, audio_name: str, title: str) -> str:
+    """A CUE sheet: one track per ritual cue, INDEX 01 at its start (mm:ss:ff, 75 frames/s)."""
+    q = lambda s: _one_line(s).replace('"', "”")          # noqa: E731
+    lines = ['REM GENERATOR "yuexuan render"', f'TITLE "{q(title)}"',
+             f'FILE "{q(audio_name)}" WAVE']
+    last = -1
+    for k, (a, _, c) in enumerate(rows, start=1):
+        frames = max(int(round(a * 75)), last + 1 if k > 1 else 0)
+        last = frames
+        lines += [f"  TRACK {k:02d} AUDIO", f'    TITLE "{q(c.piece)}"',
+                  f'    REM CUE "{q(c.id)}"']
+        if c.starts_when:
+            lines.append(f'    REM MOMENT "{q(c.starts_when)}"')
+        if c.source:
+            lines.append(f'    REM SOURCE "{q(c.source)}"')
+        lines.append(f"    INDEX 01 {_cue_time(frames / 75)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_sidecars(timeline: Timeline, out_path: Path, p: Plan) -> list:
+    rows = chapters(timeline, p)
+    vtt = out_path.with_suffix(".vtt")
+    cue = out_path.with_suffix(".cue")
+    atomic.write_text(vtt, vtt_text(rows))
+    atomic.write_text(cue, cue_text(rows, out_path.name, timeline.ceremony.name))
+    return [str(vtt), str(cue)]
+
+
+def render_file(timeline: Timeline, target: str | Path, **kwargs) -> Report:
+    """Render ``timeline`` to ``target`` with default options (for the guide)."""
+    return render(timeline, target, **kwargs)
