@@ -6,6 +6,9 @@ name, a virtual port named ``yuexuan`` is created for other programs to connect 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import threading
 
 import rtmidi
@@ -25,10 +28,25 @@ def api_id(api: str) -> int:
     return APIS[api]
 
 
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence what the C libraries (libjack, alsa-lib) print on fd 2 while a client opens."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _client(kind: str, api: str, name: str):
     cls = rtmidi.MidiOut if kind == "out" else rtmidi.MidiIn
     try:
-        return cls(api_id(api), name=name)
+        with _quiet_stderr():
+            return cls(api_id(api), name=name)
     except rtmidi.SystemError as exc:
         hint = " (is a JACK server running? start one with: jackd -d dummy)" if api == "jack" else \
                " (is the ALSA sequencer, snd-seq, available?)"
