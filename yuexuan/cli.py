@@ -14,7 +14,8 @@ import sys
 from yuexuan.errors import EXIT_BAD_INPUT, UserError
 
 # Sub-commands in the order ``--help`` lists them.
-COMMANDS = ("build", "compile", "check", "render", "note", "play", "layout", "guide", "score")
+COMMANDS = ("build", "compile", "check", "render", "note", "play", "layout", "guide", "score",
+            "variants")
 
 
 def _modules():

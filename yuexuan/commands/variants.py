@@ -1,0 +1,22 @@
+"""``yuexuan variants``: the commentators' disagreements that a cue sheet can set."""
+
+from __future__ import annotations
+
+from yuexuan import variants
+
+HELP = "list the variants (where the commentators disagree), their options and sources"
+
+
+def add_arguments(p) -> None:
+    pass
+
+
+def run(args) -> int:
+    for key, v in variants.load().items():
+        print(f"{key}  — {v['question']}")
+        for name, opt in v["options"].items():
+            mark = "*" if name == v["default"] else " "
+            print(f"  {mark} {name}: {opt['source']}")
+        print()
+    print("* = default. Set them in the cue sheet's [variants] table, e.g.  luming_sanzhong = \"敖继公\"")
+    return 0
