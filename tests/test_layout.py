@@ -1,0 +1,110 @@
+"""The courtyard drawing written by ``yuexuan layout``, parsed as XML and checked against the data."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from yuexuan import cli
+from yuexuan.compiler import compile_file
+
+ROOT = Path(__file__).resolve().parent.parent
+CUES = ROOT / "cues" / "dashe.toml"
+NS = {"svg": "http://www.w3.org/2000/svg"}
+S = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def timeline():
+    return compile_file(CUES)
+
+
+@pytest.fixture(scope="module")
+def svg(tmp_path_factory):
+    out = tmp_path_factory.mktemp("layout") / "court.svg"
+    assert cli.main(["layout", str(CUES), "-o", str(out)]) == 0
+    return ET.parse(out).getroot()
+
+
+def _texts(el) -> list:
+    return ["".join(t.itertext()) for t in el.iter(f"{S}text")]
+
+
+def _centre(g) -> tuple:
+    """Centre (px) of an instrument's marker: circle centre, rect centre or path vertex mean."""
+    for m in g:
+        if m.get("class") != "yx-mark":
+            continue
+        if m.tag == f"{S}circle":
+            return float(m.get("cx")), float(m.get("cy"))
+        if m.tag == f"{S}rect":
+            return (float(m.get("x")) + float(m.get("width")) / 2,
+                    float(m.get("y")) + float(m.get("height")) / 2)
+        pts = [tuple(map(float, p.split(","))) for p in re.findall(r"-?[\d.]+,-?[\d.]+", m.get("d"))]
+        return sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts)
+    raise AssertionError("no marker")
+
+
+def test_every_instrument_named_once_with_an_id(svg, timeline):
+    assert svg.tag == f"{S}svg" and svg.get("viewBox")
+    for name, facts in timeline.instruments.items():
+        found = [g for g in svg.iter(f"{S}g") if g.get("id") == f"inst-{name}"]
+        assert len(found) == 1, name
+        g = found[0]
+        assert g.get("data-instrument") == name
+        assert name in _texts(g)                                   # labelled in Chinese
+        assert facts["pinyin"] in g.find(f"{S}title").text and facts["english"] in g.find(f"{S}title").text
+    legend = _texts(svg.find(".//svg:g[@id='yx-legend']", NS))
+    for name, facts in timeline.instruments.items():
+        assert name in legend and facts["pinyin"] in legend
+        assert any(t.startswith(facts["english"]) for t in legend)
+
+
+def test_places_follow_the_coordinates(svg, timeline):
+    """East is right and north is up, within the detail panel and within the range panel."""
+    pos = {n: f["position_m"] for n, f in timeline.instruments.items()}
+    px = {n: _centre(g) for g in svg.iter(f"{S}g") if (n := g.get("data-instrument"))}
+    detail = [n for n in pos if abs(pos[n][0]) <= 15 and -12.5 <= pos[n][1] <= 9]
+    assert len(detail) >= 14
+    for a in detail:
+        for b in detail:
+            if pos[a][0] < pos[b][0] - 0.1:
+                assert px[a][0] < px[b][0], (a, b)
+            if pos[a][1] < pos[b][1] - 0.1:
+                assert px[a][1] > px[b][1], (a, b)
+    # one scale: distances in px proportional to metres
+    a, b = "笙磬", "颂磬"
+    ratio = (px[a][0] - px[b][0]) / (pos[a][0] - pos[b][0])
+    c, d = "笙磬", "鑮·东"
+    assert (px[d][1] - px[c][1]) / (pos[c][1] - pos[d][1]) == pytest.approx(ratio, rel=0.02)
+
+
+def test_courtyard_features(svg):
+    court = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text(encoding="utf-8"))
+    texts = _texts(svg)
+    joined = "\n".join(texts)
+    for lm in court["landmark"]:
+        assert lm["name"] in texts, lm["name"]                    # 阼阶, 西阶, 物
+    targets = {g.get("data-target"): g for g in svg.iter(f"{S}g") if g.get("data-target")}
+    assert set(targets) == {t["name"] for t in court["target"]} == {"干", "参", "大侯"}
+    for t in court["target"]:
+        g = targets[t["name"]]
+        assert f"{t['name']} {t['distance_bu']}步" in _texts(g)
+        assert len(g.findall(f"{S}rect[@class='yx-fa']")) == 1
+    # the targets lie in order down the range: 干 nearest the 堂, 大侯 furthest
+    ys = {n: float(g.find(f"{S}circle").get("cy")) for n, g in targets.items()}
+    assert ys["干"] < ys["参"] < ys["大侯"]
+    for li in court["listener"]:
+        assert any(g.get("data-listener") == li["name"] for g in svg.iter(f"{S}g")), li["name"]
+    assert "堂 the hall" in texts and "东县 east" in texts and "西县 west" in texts
+    assert "Legend" in joined
+
+
+def test_bad_output_is_a_user_error(tmp_path, capsys):
+    assert cli.main(["layout", str(CUES), "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tmp_path) in err
