@@ -4,8 +4,8 @@ A shot log has one row per arrow: ``time`` (seconds), ``archer``, ``rank`` (公 
 ``role`` (上射 | 下射), ``target`` (the 侯 hit: 大侯 | 参 | 干; empty for a miss), ``result``
 (贯 | 离维纲 | 扬触 | 梱复 | 不中) and optionally ``pair`` and ``round`` (1 | 2 | 3; default 3).
 Every mistake is a :class:`~yuexuan.errors.UserError` naming the file, the line, the row and the
-column. Reading is vectorised: a plain CSV is split with ``str.split`` and the columns converted
-by numpy; quoted CSV goes through :mod:`csv`.
+column. A plain CSV (no quotes) is split on the raw bytes with numpy, never a Python object per
+field; quoted CSV goes through :mod:`csv`, JSON lines through :mod:`json`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ RANKS = ("公", "宾", "卿", "大夫", "士")          # most senior first
 ROLES = ("上射", "下射")
 TARGETS = ("大侯", "参", "干")
 RESULTS = ("贯", "离维纲", "扬触", "梱复", "不中")
-ROUNDS = (1, 2, 3)
 MISS = RESULTS.index("不中")
 
 REQUIRED = ("time", "archer", "rank", "role", "target", "result")
@@ -33,6 +32,7 @@ OPTIONAL = ("pair", "round")
 FIELDS = REQUIRED + OPTIONAL
 
 MAX_FILE_BYTES = 2 * 1024 ** 3
+MAX_FAST_FIELD_BYTES = 256      # longer fields go through the csv module
 
 
 @dataclass(frozen=True)
@@ -40,33 +40,25 @@ class Shots:
     """A validated shot log, one entry per input row, in input order.
 
     Category columns hold indices into :data:`RANKS`, :data:`ROLES`, :data:`TARGETS` (−1 = no
-    target, a miss) and :data:`RESULTS`. ``pair`` holds a group index (−1 = no pair given);
-    ``pair_names`` maps it back. ``lines`` gives each row's 1-based line in the file.
+    target, a miss) and :data:`RESULTS`; ``archer`` and ``pair`` index ``archer_names`` and
+    ``pair_names`` (pair −1 = none given). ``lines`` gives each row's 1-based line in the file.
     """
 
     path: str
     time: np.ndarray          # float64, seconds, as read (before any clock offset)
-    archer: list              # str
+    archer: np.ndarray        # int32 index into archer_names
+    archer_names: list
     rank: np.ndarray          # int8 index into RANKS
     role: np.ndarray          # int8 index into ROLES
     target: np.ndarray        # int8 index into TARGETS, -1 for none
     result: np.ndarray        # int8 index into RESULTS
-    pair: np.ndarray          # int32 group index, -1 for none
-    pair_names: list          # str, indexed by pair
+    pair: np.ndarray          # int32 index into pair_names, -1 for none
+    pair_names: list
     round: np.ndarray         # int8, 1..3
-    has_pair: bool            # whether the file had a pair column
-    has_round: bool           # whether the file had a round column
-    first_line: int = 2       # line of row 1 when rows are one a line
-    line_numbers: np.ndarray | None = None   # per-row lines when not one a line (quoted CSV)
+    lines: np.ndarray         # int64, 1-based line of each row
 
     def __len__(self) -> int:
         return len(self.time)
-
-    def line(self, i: int) -> int:
-        """The 1-based file line of row index ``i`` (0-based)."""
-        if self.line_numbers is not None:
-            return int(self.line_numbers[i])
-        return self.first_line + int(i)
 
 
 def _fail(path, line, row, column, message):
@@ -74,7 +66,7 @@ def _fail(path, line, row, column, message):
     raise UserError(f"{where}{message}", file=str(path), line=line, key=column)
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -86,6 +78,8 @@ def _read_text(path: Path) -> str:
         raise UserError(f"cannot read: {exc.strerror}", file=str(path)) from None
     if len(raw) > MAX_FILE_BYTES:
         raise UserError(f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES}", file=str(path))
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
     if not raw.strip():
         raise UserError("empty file: expected a header row (time,archer,rank,role,target,result)"
                         " or JSON lines", file=str(path))
@@ -94,54 +88,168 @@ def _read_text(path: Path) -> str:
         raise UserError(f"binary file (NUL byte at offset {nul}): expected UTF-8 CSV or JSON lines",
                         file=str(path), line=raw.count(b"\n", 0, nul) + 1)
     try:
-        return raw.decode("utf-8-sig")
+        raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"not UTF-8 text (bad byte at offset {exc.start}): expected UTF-8 CSV "
                         "or JSON lines", file=str(path),
                         line=raw.count(b"\n", 0, exc.start) + 1) from None
+    return raw
 
 
-def _sniff_jsonl(path: Path, text: str) -> bool:
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson", ".json"):
-        return True
-    if suffix in (".csv", ".tsv", ".txt"):
-        return False
-    return text.lstrip().startswith("{")
+# -- columns: two sources, one interface --------------------------------------------------------
+
+class _ListColumns:
+    """Columns held as lists of str (quoted CSV, JSON lines)."""
+
+    def __init__(self, cols: dict, lines: np.ndarray):
+        self.cols = cols
+        self.lines = lines
+        self.n = len(lines)
+
+    def has(self, name):
+        return name in self.cols
+
+    def text(self, name, i) -> str:
+        return self.cols[name][i]
+
+    def floats(self, name):
+        values = self.cols[name]
+        if any("_" in v for v in values):
+            return None
+        try:
+            return np.array([v.strip() for v in values], dtype=np.float64)
+        except ValueError:
+            return None
+
+    def codes(self, name, vocab: dict) -> np.ndarray:
+        values = [v.strip() for v in self.cols[name]]
+        return np.fromiter(map(vocab.get, values, itertools.repeat(-2)), dtype=np.int16,
+                           count=self.n)
+
+    def factorize(self, name):
+        values = [v.strip() for v in self.cols[name]]
+        uniq = dict.fromkeys(values)
+        names = [k for k in uniq if k]
+        index = {k: i for i, k in enumerate(names)}
+        return np.fromiter(map(index.get, values, itertools.repeat(-1)), dtype=np.int32,
+                           count=self.n), names
 
 
-# -- CSV --------------------------------------------------------------------------------------
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[9, 13, 32]] = True      # tab, CR, space: trimmed from both ends of a field
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)   # low k bytes
 
-def _csv_columns(path: Path, text: str):
-    """Return (header, columns: list[list[str]], line_numbers or None)."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = text.rstrip("\n")
-    head_end = text.find("\n")
-    header_line = text if head_end < 0 else text[:head_end]
-    body = "" if head_end < 0 else text[head_end + 1:]
-    if '"' not in text:
-        header = header_line.split(",")
-        ncol = len(header)
-        nrows = body.count("\n") + 1 if body else 0
-        fields = body.replace("\n", ",").split(",") if body else []
-        if len(fields) == ncol * nrows:
-            return header, [fields[k::ncol] for k in range(ncol)], None
-    # Quoted fields, blank lines or ragged rows: the csv module, with exact line numbers.
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader)
-    ncol = len(header)
-    rows, lines = [], []
-    for row in reader:
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        if len(row) != ncol:
-            _fail(path, reader.line_num, len(rows) + 1, None,
-                  f"has {len(row)} fields, the header has {ncol} ({','.join(header)})")
-        rows.append(row)
-        lines.append(reader.line_num)
-    cols = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(ncol)]
-    return header, cols, np.array(lines, dtype=np.int64)
+
+class _ByteColumns:
+    """Columns of a plain CSV as (start, end) byte offsets into the file; numpy throughout.
+
+    A field is read as little-endian 8-byte words loaded straight from the buffer (an unaligned
+    strided view), masked to its length: one gather a word, no Python object a field.
+    """
+
+    def __init__(self, raw: bytes, starts: np.ndarray, ends: np.ndarray, index: dict,
+                 first_line: int):
+        # padded so that every 8-byte load of a field (≤ MAX_FAST_FIELD_BYTES) stays inside
+        self.raw = raw + b"\0" * (MAX_FAST_FIELD_BYTES + 16)
+        self.buf = np.frombuffer(self.raw, dtype=np.uint8)
+        self.w8 = np.ndarray(shape=(len(raw),), dtype="<u8", buffer=self.raw, strides=(1,))
+        self.index = index
+        self.n = starts.shape[0]
+        self.lines = np.arange(first_line, first_line + self.n, dtype=np.int64)
+        self.starts, self.ends = starts, ends
+        self._cache = {}
+
+    def has(self, name):
+        return name in self.index
+
+    def _span(self, name):
+        """Start and end byte offsets of each field of ``name``, blanks trimmed."""
+        key = ("span", name)
+        if key not in self._cache:
+            k = self.index[name]
+            s = np.ascontiguousarray(self.starts[:, k])
+            e = np.ascontiguousarray(self.ends[:, k])
+            for _ in range(64):       # a few passes; fields rarely have many blanks
+                lead = (s < e) & _SPACE[self.buf[s]]
+                trail = (e > s) & _SPACE[self.buf[e - 1]]
+                if not (lead.any() or trail.any()):
+                    break
+                s = s + lead
+                e = e - trail
+            self._cache[key] = (s, e)
+        return self._cache[key]
+
+    def words(self, name):
+        """(n × k) uint64: each trimmed field's bytes, zero-padded to 8·k; and the lengths."""
+        key = ("words", name)
+        if key not in self._cache:
+            s, e = self._span(name)
+            length = e - s
+            k = max(1, -(-int(length.max()) // 8))
+            out = np.empty((self.n, k), dtype=np.uint64)
+            for j in range(k):
+                out[:, j] = self.w8[s + 8 * j]
+                if (length < 8 * (j + 1)).any():
+                    out[:, j] &= _MASKS[np.clip(length - 8 * j, 0, 8)]
+            self._cache[key] = (out, length)
+        return self._cache[key]
+
+    def text(self, name, i) -> str:
+        s, e = self._span(name)
+        return self.raw[s[i]:e[i]].decode("utf-8", "replace")
+
+    def floats(self, name):
+        w, _ = self.words(name)
+        if (w.view(np.uint8) == ord("_")).any():
+            return None
+        try:
+            return w.view(f"S{8 * w.shape[1]}").ravel().astype(np.float64)
+        except ValueError:
+            return None
+
+    def codes(self, name, vocab: dict) -> np.ndarray:
+        w, length = self.words(name)
+        out = np.full(self.n, -2, dtype=np.int16)
+        for text, v in vocab.items():
+            kb = text.encode()
+            if len(kb) > 8 * w.shape[1]:
+                continue
+            row = np.zeros(8 * w.shape[1], dtype=np.uint8)
+            row[:len(kb)] = np.frombuffer(kb, dtype=np.uint8)
+            kw = row.view("<u8")
+            hit = length == len(kb)
+            for j in range(-(-len(kb) // 8)):
+                hit &= w[:, j] == kw[j]
+            out[hit] = v
+        return out
+
+    def factorize(self, name):
+        w, length = self.words(name)
+        h = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        for j in range(w.shape[1]):
+            h = (h ^ w[:, j]) * np.uint64(0x100000001B3)
+            h ^= h >> np.uint64(29)
+        perm = np.argsort(h)
+        hs = h[perm]
+        new = np.empty(self.n, dtype=bool)
+        new[0] = True
+        np.not_equal(hs[1:], hs[:-1], out=new[1:])
+        group = np.cumsum(new, dtype=np.int32) - 1
+        codes = np.empty(self.n, dtype=np.int32)
+        codes[perm] = group
+        first = perm[new]                              # one row of each group
+        rep = first[codes]
+        if not ((length == length[rep]) & (w == w[rep]).all(axis=1)).all():
+            # a 64-bit hash collision: exact but slower
+            return _ListColumns({name: [self.text(name, i) for i in range(self.n)]},
+                                self.lines).factorize(name)
+        reps = np.ascontiguousarray(w[first]).view(f"S{8 * w.shape[1]}").ravel().tolist()
+        names = b"\n".join(reps).decode("utf-8").split("\n")
+        if "" in names:                                # empty = none: −1, and renumber
+            gap = names.index("")
+            names.pop(gap)
+            codes = np.where(codes == gap, -1, codes - (codes > gap)).astype(np.int32)
+        return codes, names
 
 
 def _header_index(path: Path, header: list[str]) -> dict:
@@ -157,125 +265,67 @@ def _header_index(path: Path, header: list[str]) -> dict:
         _fail(path, 1, None, missing[0],
               f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}: the header "
               f"must name {', '.join(REQUIRED)} (and optionally pair, round); found "
-              f"{','.join(h.strip() for h in header)}")
+              f"{','.join(h.strip() for h in header) or 'nothing'}")
     return index
 
 
-# -- column conversion (vectorised) -----------------------------------------------------------
-
-def _codes(path, shots_lines, column: str, values: list, table: dict, allowed: str) -> np.ndarray:
-    codes = np.fromiter(map(table.get, values, itertools.repeat(-2)), dtype=np.int8,
-                        count=len(values))
-    bad = np.flatnonzero(codes == -2)
-    if bad.size:
-        i = int(bad[0])
-        _fail(path, shots_lines(i), i + 1, column,
-              f"unknown {column} {values[i]!r}; expected {allowed}")
-    return codes
-
-
-def _table(names, extra=None) -> dict:
-    t = {}
-    for k, n in enumerate(names):
-        t[n] = k
-        t[f" {n}"] = t[f"{n} "] = t[f" {n} "] = k
-    t.update(extra or {})
-    return t
-
-
-_RANK_T = _table(RANKS)
-_ROLE_T = _table(ROLES)
-_TARGET_T = _table(TARGETS, {"": -1, " ": -1})
-_RESULT_T = _table(RESULTS)
-_ROUND_T = _table(("1", "2", "3"), {"": 2, " ": 2})   # index 2 = round 3
-
-
-def _times(path, shots_lines, values: list) -> np.ndarray:
-    try:
-        t = np.array(values, dtype=np.float64)
-    except ValueError:
-        t = None
-    if t is None:
-        for i, v in enumerate(values):
-            try:
-                float(v)
-            except ValueError:
-                _fail(path, shots_lines(i), i + 1, "time",
-                      f"time {v!r} is not a number of seconds")
-    bad = np.flatnonzero(~np.isfinite(t))
-    if bad.size:
-        i = int(bad[0])
-        _fail(path, shots_lines(i), i + 1, "time",
-              f"time {values[i]!r} is not a finite number of seconds")
-    return t
-
-
-def _factorize(values: list) -> tuple[np.ndarray, list]:
-    """Group index per value, first-seen order; '' (no pair) becomes -1."""
-    uniq = dict.fromkeys(values)
-    uniq.pop("", None)
-    names = [k for k in uniq if k.strip()]
-    index = {k: i for i, k in enumerate(names)}
-    codes = np.fromiter(map(index.get, values, itertools.repeat(-1)), dtype=np.int32,
-                        count=len(values))
-    return codes, names
-
-
-def _build(path: Path, cols: dict, n: int, lines_of, first_line: int, line_numbers) -> Shots:
-    if n == 0:
-        raise UserError("no shots: the file has a header but no rows", file=str(path))
-    time = _times(path, lines_of, cols["time"])
-    rank = _codes(path, lines_of, "rank", cols["rank"], _RANK_T, " | ".join(RANKS))
-    role = _codes(path, lines_of, "role", cols["role"], _ROLE_T, " | ".join(ROLES))
-    target = _codes(path, lines_of, "target", cols["target"], _TARGET_T,
-                    " | ".join(TARGETS) + " or empty for a miss")
-    result = _codes(path, lines_of, "result", cols["result"], _RESULT_T, " | ".join(RESULTS))
-    if "round" in cols:
-        rnd = _codes(path, lines_of, "round", cols["round"], _ROUND_T, "1 | 2 | 3 (empty = 3)") + 1
-    else:
-        rnd = np.full(n, 3, dtype=np.int8)
-    # A miss has no 侯; any other result names the 侯 it touched.
-    incoherent = np.flatnonzero((result == MISS) != (target < 0))
-    if incoherent.size:
-        i = int(incoherent[0])
-        if result[i] == MISS:
-            msg = f"result 不中 (a miss) but target {cols['target'][i]!r}: leave target empty"
-        else:
-            msg = f"result {RESULTS[result[i]]} needs the 侯 it touched (大侯 | 参 | 干)"
-        _fail(path, lines_of(i), i + 1, "target", msg)
-    archers = cols["archer"]
-    if any(not a.strip() for a in set(archers)):
-        i = next(i for i, a in enumerate(archers) if not a.strip())
-        _fail(path, lines_of(i), i + 1, "archer", "archer is empty")
-    if "pair" in cols:
-        pair, pair_names = _factorize(cols["pair"])
-    else:
-        pair, pair_names = np.full(n, -1, dtype=np.int32), []
-    return Shots(str(path), time, archers, rank, role, target, result, pair, pair_names, rnd,
-                 "pair" in cols, "round" in cols, first_line, line_numbers)
-
-
-def _read_csv(path: Path, text: str) -> Shots:
-    header, columns, line_numbers = _csv_columns(path, text)
+def _csv_fast(path: Path, raw: bytes):
+    """Split a plain CSV (no quotes, one row a line, no blank lines) on its bytes; None if the
+    file is not that plain."""
+    if b'"' in raw:
+        return None
+    body_end = len(raw.rstrip(b"\r\n\t "))
+    head_end = raw.find(b"\n")
+    if head_end < 0 or head_end >= body_end:
+        return None
+    header = raw[:head_end].decode("utf-8").rstrip("\r").split(",")
+    ncol = len(header)
     index = _header_index(path, header)
-    cols = {name: columns[k] for name, k in index.items()}
-    n = len(cols["time"])
-    if line_numbers is None:
-        def lines_of(i):
-            return 2 + i
-    else:
-        def lines_of(i):
-            return int(line_numbers[i])
-    return _build(path, cols, n, lines_of, 2, line_numbers)
+    start = head_end + 1
+    buf = np.frombuffer(raw, dtype=np.uint8)[start:body_end]
+    seps = np.flatnonzero((buf == 44) | (buf == 10))
+    seps = np.append(seps, len(buf)) + start          # the body's end closes the last row
+    if len(seps) % ncol:
+        return None
+    seps = seps.reshape(-1, ncol)
+    is_nl = np.frombuffer(raw + b"\n", dtype=np.uint8)[seps] == 10
+    if not is_nl[:, -1].all() or is_nl[:, :-1].any():
+        return None                                    # ragged rows or blank lines
+    ends = seps
+    starts = np.empty_like(seps)
+    starts[0, 0] = start
+    starts[1:, 0] = seps[:-1, -1] + 1
+    starts[:, 1:] = seps[:, :-1] + 1
+    if (ends - starts).max() > MAX_FAST_FIELD_BYTES:
+        return None
+    return _ByteColumns(raw, starts, ends, index, 2)
 
 
-# -- JSON lines -------------------------------------------------------------------------------
+def _csv_slow(path: Path, raw: bytes):
+    """Quoted fields, blank lines or ragged rows: the csv module, with exact line numbers."""
+    reader = csv.reader(io.StringIO(raw.decode("utf-8"), newline=""))
+    header = next(reader, [])
+    index = _header_index(path, header)
+    ncol = len(header)
+    rows, lines = [], []
+    for row in reader:
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != ncol:
+            _fail(path, reader.line_num, len(rows) + 1, None,
+                  f"has {len(row)} fields, the header has {ncol} ({','.join(header)})")
+        rows.append(row)
+        lines.append(reader.line_num)
+    cols = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(ncol)]
+    return _ListColumns({name: cols[k] for name, k in index.items()},
+                        np.array(lines, dtype=np.int64))
+
 
 def _json_value(path, line, row, name, v):
     if name == "time":
         if isinstance(v, bool) or not isinstance(v, (int, float, str)):
             _fail(path, line, row, "time", f"time {v!r} is not a number of seconds")
-        return str(v) if not isinstance(v, str) else v
+        return v if isinstance(v, str) else repr(float(v))
     if v is None:
         return ""
     if name == "round" and isinstance(v, int) and not isinstance(v, bool):
@@ -285,16 +335,13 @@ def _json_value(path, line, row, name, v):
     return v
 
 
-def _read_jsonl(path: Path, text: str) -> Shots:
-    cols: dict = {}
-    lines = []
-    seen_round = seen_pair = False
-    rows = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
+def _jsonl(path: Path, raw: bytes):
+    rows, lines = [], []
+    for lineno, text in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        if not text.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = json.loads(text)
         except json.JSONDecodeError as exc:
             _fail(path, lineno, len(rows) + 1, None, f"not valid JSON ({exc.msg} at column "
                   f"{exc.colno}); expected one object a line")
@@ -302,11 +349,8 @@ def _read_jsonl(path: Path, text: str) -> Shots:
             _fail(path, lineno, len(rows) + 1, None, "expected a JSON object a line")
         rows.append(obj)
         lines.append(lineno)
-        seen_round = seen_round or "round" in obj
-        seen_pair = seen_pair or "pair" in obj
-    names = list(REQUIRED) + (["pair"] if seen_pair else []) + (["round"] if seen_round else [])
-    for name in names:
-        cols[name] = []
+    names = list(REQUIRED) + [k for k in OPTIONAL if any(k in o for o in rows)]
+    cols = {name: [] for name in names}
     for r, (obj, lineno) in enumerate(zip(rows, lines), start=1):
         for name in names:
             if name not in obj:
@@ -316,32 +360,95 @@ def _read_jsonl(path: Path, text: str) -> Shots:
                 _fail(path, lineno, r, name, f"missing field '{name}': each line needs "
                       f"{', '.join(REQUIRED)} (and optionally pair, round)")
             cols[name].append(_json_value(path, lineno, r, name, obj[name]))
-    line_numbers = np.array(lines, dtype=np.int64)
-    return _build(path, cols, len(rows), lambda i: int(line_numbers[i]), lines[0] if lines else 1,
-                  line_numbers)
+    return _ListColumns(cols, np.array(lines, dtype=np.int64))
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+def _vocab(names, extra=None) -> dict:
+    v = {n: k for k, n in enumerate(names)}
+    v.update(extra or {})
+    return v
+
+
+_RANK_V = _vocab(RANKS)
+_ROLE_V = _vocab(ROLES)
+_TARGET_V = _vocab(TARGETS, {"": -1})
+_RESULT_V = _vocab(RESULTS)
+_ROUND_V = {"1": 1, "2": 2, "3": 3, "": 3}
+
+
+def _build(path: Path, c) -> Shots:
+    n = c.n
+    if n == 0:
+        raise UserError("no shots: the file has a header but no rows", file=str(path))
+
+    def fail(i, column, message):
+        _fail(path, int(c.lines[i]), i + 1, column, message)
+
+    def category(name, vocab, allowed):
+        codes = c.codes(name, vocab)
+        bad = np.flatnonzero(codes == -2)
+        if bad.size:
+            i = int(bad[0])
+            fail(i, name, f"unknown {name} {c.text(name, i)!r}; expected {allowed}")
+        return codes.astype(np.int8)
+
+    time = c.floats("time")
+    if time is None:
+        for i in range(n):
+            v = c.text("time", i).strip()
+            try:
+                if "_" in v:
+                    raise ValueError(v)
+                float(v)
+            except ValueError:
+                fail(i, "time", f"time {v!r} is not a number of seconds")
+    bad = np.flatnonzero(~np.isfinite(time))
+    if bad.size:
+        i = int(bad[0])
+        fail(i, "time", f"time {c.text('time', i).strip()!r} is not a finite number of seconds")
+    rank = category("rank", _RANK_V, " | ".join(RANKS))
+    role = category("role", _ROLE_V, " | ".join(ROLES))
+    target = category("target", _TARGET_V, " | ".join(TARGETS) + " (empty for a miss)")
+    result = category("result", _RESULT_V, " | ".join(RESULTS))
+    if c.has("round"):
+        rnd = category("round", _ROUND_V, "1 | 2 | 3 (empty = 3)")
+    else:
+        rnd = np.full(n, 3, dtype=np.int8)
+    # A miss touched no 侯; any other result names the 侯 it touched.
+    incoherent = np.flatnonzero((result == MISS) != (target < 0))
+    if incoherent.size:
+        i = int(incoherent[0])
+        if result[i] == MISS:
+            msg = f"result 不中 (a miss) but target {c.text('target', i).strip()!r}: leave it empty"
+        else:
+            msg = f"result {RESULTS[result[i]]} needs the 侯 it touched (大侯 | 参 | 干)"
+        fail(i, "target", msg)
+    archer, archer_names = c.factorize("archer")
+    if (archer < 0).any():
+        fail(int(np.flatnonzero(archer < 0)[0]), "archer", "archer is empty")
+    if c.has("pair"):
+        pair, pair_names = c.factorize("pair")
+    else:
+        pair, pair_names = np.full(n, -1, dtype=np.int32), []
+    return Shots(str(path), time, archer, archer_names, rank, role, target, result, pair,
+                 pair_names, rnd, c.lines)
+
+
+def _is_jsonl(path: Path, raw: bytes) -> bool:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return True
+    if suffix in (".csv", ".txt"):
+        return False
+    return raw.lstrip().startswith(b"{")
 
 
 def read_shots(path: str | Path) -> Shots:
     """Read and validate a shot log (UTF-8 CSV with a header row, or JSON lines)."""
     path = Path(path)
-    text = _read_text(path)
-    if _sniff_jsonl(path, text):
-        return _read_jsonl(path, text)
-    return _read_csv(path, text)
-
-
-def shot_records(shots: Shots) -> list[dict]:
-    """The input fields of each row as plain values (for JSON and CSV output)."""
-    out = []
-    pn = shots.pair_names
-    targets = TARGETS
-    for i in range(len(shots)):
-        rec = {"time": float(shots.time[i]), "archer": shots.archer[i],
-               "rank": RANKS[shots.rank[i]], "role": ROLES[shots.role[i]],
-               "target": targets[shots.target[i]] if shots.target[i] >= 0 else None,
-               "result": RESULTS[shots.result[i]],
-               "pair": pn[shots.pair[i]] if shots.pair[i] >= 0 else None,
-               "round": int(shots.round[i])}
-        out.append(rec)
-    return out
-
+    raw = _read_bytes(path)
+    if _is_jsonl(path, raw):
+        return _build(path, _jsonl(path, raw))
+    return _build(path, _csv_fast(path, raw) or _csv_slow(path, raw))

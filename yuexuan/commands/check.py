@@ -145,16 +145,6 @@ def _columns(shots: Shots, v: shiho.Verdict) -> dict:
     """Every output field as a list of JSON tokens (strings), vectorised where it counts."""
     n = len(shots)
     dumps = json.dumps
-    strcache: dict = {}
-
-    def enc(values, table=None):
-        out = []
-        for x in values:
-            t = strcache.get(x)
-            if t is None:
-                t = strcache[x] = dumps(x, ensure_ascii=False)
-            out.append(t)
-        return out
 
     def floats(a):
         a = np.round(a, 6)
@@ -169,7 +159,7 @@ def _columns(shots: Shots, v: shiho.Verdict) -> dict:
     onb = np.where(r3, np.where(v.on_beat, 1, 0), 2)
     return {
         "time": floats(shots.time),
-        "archer": enc(shots.archer),
+        "archer": cat(shots.archer, shots.archer_names),
         "rank": cat(shots.rank, RANKS),
         "role": cat(shots.role, ROLES),
         "target": cat(shots.target, TARGETS),
@@ -263,7 +253,8 @@ def render_table(shots: Shots, v: shiho.Verdict, meta: dict, drum: dict | None) 
     for i in range(len(shots)):
         t = shots.target[i]
         nb = v.nearest_beat[i]
-        rows.append((str(i + 1), f"{shots.time[i]:.3f}", shots.archer[i], RANKS[shots.rank[i]],
+        rows.append((str(i + 1), f"{shots.time[i]:.3f}",
+                     shots.archer_names[shots.archer[i]], RANKS[shots.rank[i]],
                      ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
                      RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
                      "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",

@@ -1,0 +1,84 @@
+"""Speed of ``yuexuan check`` on 1,000,000 shots against Python's csv module reading the same file.
+
+Run: ``.venv/bin/python bench/bench_check.py [N]``. Prints the times side by side in one run and
+the ratios; the target is ≤ about 3× for reading, validating and judging every shot.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from yuexuan import shiho
+from yuexuan.commands.check import render_csv, render_json
+from yuexuan.shots import RANKS, RESULTS, ROLES, TARGETS, read_shots
+
+
+def make_log(path: Path, n: int, beats: np.ndarray, seed: int = 3) -> None:
+    """A realistic log: pairs of archers, rounds 1–3, round-3 times jittered about the beats."""
+    rng = np.random.default_rng(seed)
+    rank = rng.integers(0, len(RANKS), n)
+    role = rng.integers(0, 2, n)
+    res = rng.integers(0, len(RESULTS), n)
+    tgt = np.where(res == RESULTS.index("不中"), -1, rng.integers(0, 3, n))
+    rnd = rng.integers(1, 4, n)
+    t = np.where(rnd == 3, beats[rng.integers(0, len(beats), n)] + rng.normal(0, 0.06, n),
+                 rng.uniform(0, 90, n))
+    pairs = rng.integers(0, n // 8 + 1, n)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write("time,archer,rank,role,target,result,pair,round\n")
+        tg = [""] + list(TARGETS)
+        f.writelines(
+            f"{t[i]:.3f},射者{pairs[i]}{'上下'[role[i]]},{RANKS[rank[i]]},{ROLES[role[i]]},"
+            f"{tg[tgt[i] + 1]},{RESULTS[res[i]]},耦{pairs[i]},{rnd[i]}\n" for i in range(n))
+
+
+def best_of(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    beats = 100.0 + 1.5 * np.arange(200)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "shots.csv"
+        make_log(path, n, beats)
+        size = path.stat().st_size
+
+        def csv_read():
+            with open(path, encoding="utf-8", newline="") as f:
+                for _ in csv.reader(f):
+                    pass
+
+        def check():
+            s = read_shots(path)
+            return s, shiho.evaluate(s.round, s.rank, s.role, s.target, s.result, s.pair, s.time,
+                                     beats)
+
+        t_csv = best_of(csv_read)
+        t_check = best_of(check)
+        s, v = check()
+        t_csv_out = best_of(lambda: render_csv(s, v), repeat=1)
+        t_json_out = best_of(lambda: render_json(s, v, {}, None), repeat=1)
+    print(f"{n:,} shots, {size / 1e6:.1f} MB CSV")
+    print(f"  csv.reader, read only         {t_csv:7.3f} s   1.00×")
+    print(f"  read + validate + judge + tally {t_check:5.3f} s   {t_check / t_csv:.2f}×  (target ≤ 3×)")
+    print(f"  + CSV output                  {t_csv_out:7.3f} s   "
+          f"{(t_check + t_csv_out) / t_csv:.2f}× in all")
+    print(f"  + JSON output                 {t_json_out:7.3f} s   "
+          f"{(t_check + t_json_out) / t_csv:.2f}× in all")
+    print("tallies:", "; ".join(f"round {t['round']} {t['announcement']}" for t in v.tallies))
+
+
+if __name__ == "__main__":
+    main()
