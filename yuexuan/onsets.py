@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import signal
+from scipy import ndimage, signal
 
 from yuexuan.errors import UserError
 
 HOP_S = 0.004            # novelty frame hop, seconds
-MIN_GAP_S = 0.05         # two strokes closer than this are one, seconds
+MIN_GAP_S = 0.1          # two strokes closer than this are one, seconds
+LOOKBACK = 4             # frames a rise is measured against (their maximum)
 BANDS_HZ = ((30.0, 150.0), (150.0, 600.0), (600.0, 2500.0), (2500.0, 8000.0))
 
 
@@ -43,8 +44,9 @@ def read_audio(path: str | Path) -> tuple[np.ndarray, int]:
 
 
 def novelty(x: np.ndarray, sr: int, hop_s: float = HOP_S) -> np.ndarray:
-    """Summed half-wave-rectified rise of log band energy, one value per hop (frame i ends at
-    sample (i+1)·hop)."""
+    """Summed rise of log band energy over the loudest of the previous ``LOOKBACK`` frames
+    (half-wave rectified), one value per hop: ``nov[i]`` is the rise into frame i+1. Taking the
+    maximum of the frames before keeps the flicker of a decaying stroke from counting."""
     hop = max(1, int(round(hop_s * sr)))
     n = len(x) // hop
     if n < 2:
@@ -61,7 +63,8 @@ def novelty(x: np.ndarray, sr: int, hop_s: float = HOP_S) -> np.ndarray:
         if peak <= 0:
             continue
         le = np.log1p(1000.0 * e / peak)
-        total += np.maximum(np.diff(le), 0.0)
+        before = ndimage.maximum_filter1d(le, LOOKBACK, origin=(LOOKBACK - 1) // 2)[:-1]
+        total += np.maximum(le[1:] - before, 0.0)
     return total
 
 
@@ -148,28 +151,43 @@ class Alignment:
         }
 
 
-def _match(plan: np.ndarray, live: np.ndarray, window_s: float):
-    """One-to-one mutual-nearest matches within ``window_s``: (plan idx, live idx)."""
-    if not len(plan) or not len(live):
-        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    from yuexuan.shiho import nearest_beats
-
-    li, _ = nearest_beats(plan, live)           # nearest live stroke for each planned beat
-    pi, _ = nearest_beats(live, plan)           # nearest planned beat for each live stroke
-    p = np.arange(len(plan))
-    ok = (pi[li] == p) & (np.abs(live[li] - plan) <= window_s)
-    return p[ok], li[ok]
+def follow(plan: np.ndarray, live: np.ndarray, shift_s: float, window_s: float,
+           fit_last: int = 8):
+    """Walk the planned beats in order, predicting each one's live stroke from a line fitted to
+    the last ``fit_last`` matches (so a drift of several beats is followed), and take the
+    nearest unused stroke within ``window_s`` of the prediction. Returns (plan idx, live idx)."""
+    pi, li = [], []
+    used = np.zeros(len(live), dtype=bool)
+    for i, p in enumerate(plan):
+        if len(pi) >= 2:
+            lp, ll = plan[pi[-fit_last:]], live[li[-fit_last:]]
+            b, a = np.polyfit(lp, ll, 1) if np.ptp(lp) > 0 else (1.0, ll[-1] - lp[-1])
+            pred = a + b * p
+        elif pi:
+            pred = live[li[-1]] + (p - plan[pi[-1]])
+        else:
+            pred = p - shift_s
+        j = int(np.searchsorted(live, pred))
+        cands = [k for k in (j - 1, j) if 0 <= k < len(live) and not used[k]]
+        if not cands:
+            continue
+        k = min(cands, key=lambda k: abs(live[k] - pred))
+        if abs(live[k] - pred) <= window_s:
+            used[k] = True
+            pi.append(i)
+            li.append(k)
+    return np.array(pi, dtype=np.intp), np.array(li, dtype=np.intp)
 
 
 def align(onsets_s: np.ndarray, plan_s: np.ndarray, start_s: float | None = None,
           window_s: float | None = None) -> Alignment:
     """Map detected strokes (recording clock, s) onto the planned beats (timeline clock, s).
 
-    With ``start_s`` (the timeline time of the recording's first sample) the clock is taken as
-    given and every difference is drift. Without it the shift is estimated: the best of all
-    stroke-to-beat shifts (most strokes within ``window_s`` of a beat), then refined by fitting
-    ``plan ≈ a + b·live`` over the matches; the drift is measured from the first matched
-    stroke (the drummer starts the 射节 on the plan, and drifts from there).
+    The beats are followed in order (:func:`follow`), so the live drum may drift by several
+    beats. With ``start_s`` (the timeline time of the recording's first sample) the clock is
+    taken as given and every difference is drift. Without it the start is estimated so that the
+    drift is zero at the first matched beat (the drummer starts the 射节 on the plan and drifts
+    from there), on a line fitted to the first matches.
     """
     live = np.sort(np.asarray(onsets_s, dtype=np.float64))
     plan = np.sort(np.asarray(plan_s, dtype=np.float64))
@@ -177,41 +195,36 @@ def align(onsets_s: np.ndarray, plan_s: np.ndarray, start_s: float | None = None
         raise UserError("the timeline has no 射节 beats to align the recording to")
     if not len(live):
         raise UserError("no drum strokes found in the recording")
+    gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 1.0
     if window_s is None:
-        gaps = np.diff(plan)
-        window_s = float(min(0.15, 0.4 * np.median(gaps))) if len(gaps) else 0.15
-    if start_s is None:
-        cand = (plan[:, None] - live[None, :min(len(live), 32)]).ravel()
-        best, best_key = 0.0, None
-        for s in cand:
-            pi, li = _match(plan, live + s, window_s)
-            if not len(pi):
-                continue
-            key = (len(pi), -float(np.abs(live[li] + s - plan[pi]).sum()))
-            if best_key is None or key > best_key:
-                best, best_key = float(s), key
-        a, b = best, 1.0
-        for _ in range(8):
-            pi, li = _match(plan, a + b * live, window_s)
-            if len(pi) >= 3 and np.ptp(live[li]) > 0:
-                b, a = np.polyfit(live[li], plan[pi], 1)
-            elif len(pi):
-                a = float(np.mean(plan[pi] - live[li]))
-        pi, li = _match(plan, a + b * live, window_s)
-        # zero drift at the first matched stroke, on the fitted line
-        shift = float(a + (b - 1.0) * live[li[0]]) if len(li) else a
-        anchored = False
+        window_s = 0.35 * gap
+    anchored = start_s is not None
+    if anchored:
+        shift = float(start_s)
+        pi, li = follow(plan, live, shift, window_s)
     else:
-        shift, b, anchored = float(start_s), 1.0, True
-        pi, li = _match(plan, live + shift, window_s)
-        if len(pi) >= 3 and np.ptp(live[li]) > 0:
-            b = float(np.polyfit(live[li], plan[pi], 1)[0])
+        # Try the first planned beats against the first strokes; keep the start that follows
+        # the most beats (a regular grid matches its own shifts locally, not to the end).
+        cands = np.unique(np.round((plan[:4, None] - live[None, :16]).ravel(), 3))
+        best = None
+        for c in cands[::-1]:                      # latest start first: ties keep it
+            m = follow(plan, live, float(c), window_s)
+            if best is None or len(m[0]) > len(best[1][0]):
+                best = (float(c), m)
+        shift, (pi, li) = best
+    if not anchored and len(pi):
+        k = min(len(pi), 8)
+        if k >= 2 and np.ptp(live[li[:k]]) > 0:
+            b0, a0 = np.polyfit(live[li[:k]], plan[pi[:k]], 1)
+            shift = float(a0 + (b0 - 1.0) * live[li[0]])
+        else:
+            shift = float(plan[pi[0]] - live[li[0]])
+    rate = 1.0
+    if len(pi) >= 2 and np.ptp(live[li]) > 0:
+        rate = float(np.polyfit(live[li], plan[pi], 1)[0])
     live_tl = live + shift
-    # match once more on the plain shift, with the window widened to follow the drift
-    a_fit = shift if len(li) < 1 else float(np.mean(plan[pi] - b * live[li]))
-    pi, li = _match(plan, a_fit + b * live, window_s)
     drift = live_tl[li] - plan[pi]
-    return Alignment(live_tl, shift, float(b), pi, li, drift, len(plan) - len(pi),
+    return Alignment(live_tl, shift, rate, pi, li, drift, len(plan) - len(pi),
                      len(live) - len(li), anchored)
 
 
