@@ -24,47 +24,12 @@ ACTION_EN = {"奏": "played", "歌": "sung", "管": "piped", "射": "shooting", 
              "获": "hit call"}
 
 
-def vtt_time(t_s: float) -> str:
-    """WebVTT timestamp ``HH:MM:SS.mmm`` for ``t_s`` seconds."""
-    ms = max(0, int(round(t_s * 1000)))
-    h, ms = divmod(ms, 3_600_000)
-    m, ms = divmod(ms, 60_000)
-    s, ms = divmod(ms, 1000)
-    return f"{h:02d}:{m:02d}:{s:02d}.{ms:03d}"
-
-
-def _vtt_escape(s: str) -> str:
-    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("-->", "--&gt;").replace("\n", " ").strip())
-
-
-def caption_lines(cue) -> list:
-    """The caption of one cue: piece and action, the ritual moment, the quoted source, the gloss."""
-    head = f"{cue.piece} · {cue.action}"
-    if cue.action in ACTION_EN:
-        head += f" ({ACTION_EN[cue.action]})"
-    if cue.reconstruction:
-        head += " · 重构 reconstruction"
-    lines = [head]
-    if cue.starts_when:
-        lines.append(f"起 when: {cue.starts_when}")
-    if cue.source:
-        src = cue.source if cue.source.startswith("「") else f"「{cue.source}」"
-        lines.append(src)
-    if cue.gloss:
-        lines.append(cue.gloss)
-    return lines
-
-
 def cue_vtt(timeline: Timeline) -> str:
-    """WebVTT captions, one per cue, identified by the cue id."""
-    out = ["WEBVTT", "", "NOTE yuexuan: one caption per cue — piece, ritual moment, source, gloss", ""]
-    for c in sorted(timeline.cues, key=lambda c: (c.start, c.end)):
-        end = max(c.end, c.start + 0.001)
-        out += [_vtt_escape(c.id) or "cue", f"{vtt_time(c.start)} --> {vtt_time(end)}"]
-        out += [_vtt_escape(s) for s in caption_lines(c)]
-        out.append("")
-    return "\n".join(out)
+    """WebVTT captions, one per cue, from the renderer's VTT writer (the one writer of captions)."""
+    from yuexuan import render
+
+    rows = sorted(((c.start, c.end, c) for c in timeline.cues), key=lambda r: (r[0], r[1]))
+    return render.vtt_text(rows)
 
 
 def _json_for_script(obj) -> str:
@@ -348,12 +313,15 @@ def write_site(timeline: Timeline, out_dir: str | Path, audio: str | Path | None
                vtt: str | None = None) -> list:
     """Write the guide into ``out_dir``; return the paths written.
 
-    ``audio`` is copied beside the page (unless it is already there). ``vtt`` defaults to
-    :func:`cue_vtt` of the timeline.
+    ``audio`` is copied beside the page (unless it is already there). ``vtt`` (the captions'
+    text) defaults to the renderer's sidecar beside ``audio`` (``NAME.vtt``), else :func:`cue_vtt`.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    vtt = vtt if vtt is not None else cue_vtt(timeline)
+    if vtt is None and audio is not None and Path(audio).with_suffix(".vtt").is_file():
+        vtt = Path(audio).with_suffix(".vtt").read_text(encoding="utf-8")
+    if vtt is None:
+        vtt = cue_vtt(timeline)
     svg = drawing.layout_svg(timeline.instruments, drawing.load_courtyard(),
                              f"{timeline.ceremony.name} 乐县与侯道 · the music suspension and the range")
     written = []

@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 
 from yuexuan import guide
-from yuexuan.commands.layout import timeline_for
+from yuexuan.commands.common import add_cues_argument, load_timeline
 from yuexuan.errors import UserError
 
 HELP = "write the audio guide: a static bilingual site with audio, captions, cue list and lit layout"
@@ -14,11 +14,13 @@ AUDIO_EXTS = (".flac", ".wav", ".ogg", ".opus", ".mp3")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("cues", metavar="CUES", help="cue sheet (TOML), or a saved timeline (.json)")
+    add_cues_argument(parser)
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the site into")
     parser.add_argument("--audio", metavar="FILE",
                         help="the rendered ceremony (FLAC, WAV, Ogg, MP3); copied beside the page. "
                              "Without it the renderer is asked for one, if it is installed")
+    parser.add_argument("--no-audio", action="store_true",
+                        help="write the page without audio (a notice; the time slider still works)")
 
 
 def _render_audio(timeline, out_dir: Path) -> Path | None:
@@ -49,12 +51,14 @@ def run(args) -> int:
         if audio.suffix.lower() not in guide.AUDIO_TYPES:
             raise UserError(f"unknown audio type {audio.suffix!r}; expected one of "
                             f"{', '.join(sorted(guide.AUDIO_TYPES))}", file=str(audio), key="--audio")
-    timeline = timeline_for(args.cues)
-    if audio is None:
+    timeline = load_timeline(args, "guide")
+    if args.audio and args.no_audio:
+        raise UserError("give either --audio FILE or --no-audio, not both", key="--no-audio")
+    if audio is None and not args.no_audio:
         audio = _render_audio(timeline, out)
     guide.write_site(timeline, out, audio)
     if audio is None:
-        print(f"yuexuan guide: {out}/index.html written without audio (no --audio and no renderer)")
+        print(f"yuexuan guide: {out}/index.html written without audio (--no-audio, or no renderer)")
     return 0
 
 
