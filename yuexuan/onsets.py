@@ -21,7 +21,7 @@ from yuexuan.errors import UserError
 
 HOP_S = 0.004            # novelty frame hop, seconds
 MIN_GAP_S = 0.1          # two strokes closer than this are one, seconds
-LOOKBACK = 4             # frames a rise is measured against (their maximum)
+LOOKBACK = 25            # frames (100 ms) a rise is measured against: their maximum
 BANDS_HZ = ((30.0, 150.0), (150.0, 600.0), (600.0, 2500.0), (2500.0, 8000.0))
 
 
@@ -204,14 +204,19 @@ def align(onsets_s: np.ndarray, plan_s: np.ndarray, start_s: float | None = None
         pi, li = follow(plan, live, shift, window_s)
     else:
         # Try the first planned beats against the first strokes; keep the start that follows
-        # the most beats (a regular grid matches its own shifts locally, not to the end).
+        # the most beats (a regular grid matches its own shifts locally, not to the end), and
+        # among those the steadiest: the smallest jitter, the RMS second
+        # difference of live − plan, which a smooth drift does not raise.
         cands = np.unique(np.round((plan[:4, None] - live[None, :16]).ravel(), 3))
-        best = None
+        tried = []
         for c in cands[::-1]:                      # latest start first: ties keep it
             m = follow(plan, live, float(c), window_s)
-            if best is None or len(m[0]) > len(best[1][0]):
-                best = (float(c), m)
-        shift, (pi, li) = best
+            d = live[m[1]] - plan[m[0]]
+            jitter = float(np.sqrt(np.mean(np.diff(d, 2) ** 2))) if len(d) > 2 else np.inf
+            tried.append((float(c), m, jitter))
+        most = max(len(t[1][0]) for t in tried)
+        best = min((t for t in tried if len(t[1][0]) == most), key=lambda t: t[2])
+        shift, (pi, li), _ = best
     if not anchored and len(pi):
         k = min(len(pi), 8)
         if k >= 2 and np.ptp(live[li[:k]]) > 0:
