@@ -326,3 +326,33 @@ def test_bad_audio_is_a_user_error(tmp_path, capsys):
     assert cli.main(["guide", str(CUES), "-o", str(tmp_path / "g"), "--audio", str(tmp_path / "no.flac")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no.flac" in err
+
+
+@pytest.fixture(scope="module")
+def rendered_site(tmp_path_factory):
+    """The renderer's audio of 貍首 alone and a guide of the same selection."""
+    d = tmp_path_factory.mktemp("rendered")
+    audio = d / "lishou.flac"
+    assert cli.main(["render", str(CUES), "-o", str(audio), "--cues", "lishou", "--sample-rate", "22050"]) == 0
+    assert cli.main(["guide", str(CUES), "--cues", "lishou", "-o", str(d / "site"), "--audio", str(audio)]) == 0
+    return d / "site", compile_file(CUES, ["lishou"])
+
+
+def test_rendered_drum_is_heard_where_the_page_lights_it(browser, rendered_site):
+    """With the renderer's audio, the 建鼓·东 lights at a 貍首 beat and the audio has an onset there."""
+    import librosa
+
+    site_dir, tl = rendered_site
+    _open(browser, (site_dir / "index.html").as_uri())
+    _wait(browser, "return document.getElementById('audio').readyState >= 1")
+    beat = _drum_beat(tl)
+    assert _seek(browser, beat) == pytest.approx(beat, abs=0.05)
+    assert _lit(browser, "建鼓·东")
+    # the renderer's sidecar captions are the ones the page uses
+    assert (site_dir / "captions.vtt").read_text(encoding="utf-8") == \
+        (site_dir.parent / "lishou.vtt").read_text(encoding="utf-8")
+    y, sr = librosa.load(str(site_dir / "lishou.flac"), sr=22050, mono=True,
+                         offset=max(0.0, beat - 2.0), duration=4.0)
+    onsets = librosa.onset.onset_detect(y=y, sr=sr, units="time", backtrack=False) + max(0.0, beat - 2.0)
+    assert np.min(np.abs(onsets - beat)) < 0.05, (beat, onsets)
+    assert _problems(browser.get_log("browser")) == []

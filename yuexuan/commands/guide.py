@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 
 from yuexuan import guide
-from yuexuan.commands.common import add_cues_argument, load_timeline
+from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
 from yuexuan.errors import UserError
 
 HELP = "write the audio guide: a static bilingual site with audio, captions, cue list and lit layout"
@@ -19,6 +19,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--audio", metavar="FILE",
                         help="the rendered ceremony (FLAC, WAV, Ogg, MP3); copied beside the page. "
                              "Without it the renderer is asked for one, if it is installed")
+    add_selection_argument(parser)
     parser.add_argument("--no-audio", action="store_true",
                         help="write the page without audio (a notice; the time slider still works)")
 
