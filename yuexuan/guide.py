@@ -299,11 +299,15 @@ def _umask() -> int:
 
 
 def _publish(target: Path, text: str | None = None, copy_from: Path | None = None) -> None:
-    """Write ``text`` (or a copy of ``copy_from``) to ``target`` atomically, readable by a web server
-    (mode 0644 less the umask; temporary files are created 0600)."""
+    """Write ``text`` (or ``copy_from``: hard-linked where possible, else copied) to ``target``
+    atomically, readable by a web server (mode 0644 less the umask; temporary files are 0600)."""
     with atomic.atomic_path(target) as tmp:
         if copy_from is not None:
-            shutil.copyfile(copy_from, tmp)
+            try:
+                os.unlink(tmp)
+                os.link(copy_from, tmp)
+            except OSError:
+                shutil.copyfile(copy_from, tmp)
         else:
             tmp.write_bytes(text.encode("utf-8"))
         os.chmod(tmp, 0o644 & ~_umask())
