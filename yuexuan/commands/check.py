@@ -97,8 +97,8 @@ def run(args) -> int:
     if tolerance < 0:
         raise UserError(f"--tolerance must be ≥ 0 seconds, not {tolerance}")
     offset = _finite("--offset", args.offset)
+    shots = read_shots(args.shots)          # the cheap check first
     timeline = load_timeline(args.cues)
-    shots = read_shots(args.shots)
     plan, cue_ids = shejie_beats(timeline, args.cue)
     drum = None
     beats = plan
