@@ -283,29 +283,23 @@ def _draw_detail(root, p: _Panel, court: Courtyard, instruments: dict, lab: _Lab
     # instruments first: their labels get the best places
     items = [(n, *f["position_m"][:2]) for n, f in instruments.items()
              if p.holds(*f["position_m"][:2])]
+    xians = []                  # (县 label, pixel box) of each group of one 县 standing together
     for grp in _clusters(items):
         xian = {instruments[n].get("xian") for n, _, _ in grp}
-        if len(xian) != 1 or next(iter(xian)) not in XIAN_LABEL or len(grp) < 2:
-            continue
-        xs = [p(x, y)[0] for _, x, y in grp]
-        ys = [p(x, y)[1] for _, x, y in grp]
-        bx0, by0, bx1, by1 = min(xs) - 16, min(ys) - 16, max(xs) + 16, max(ys) + 16
-        _el(g, "rect", class_="yx-xian", x=bx0, y=by0, width=bx1 - bx0, height=by1 - by0, rx=8,
-            fill="none", stroke="#8a7a5a", stroke_dasharray="4 3")
+        if len(xian) == 1 and next(iter(xian)) in XIAN_LABEL and len(grp) >= 2:
+            pts = [p(x, y) for _, x, y in grp]
+            box = (min(q[0] for q in pts) - 16, min(q[1] for q in pts) - 16,
+                   max(q[0] for q in pts) + 16, max(q[1] for q in pts) + 16)
+            xians.append((XIAN_LABEL[next(iter(xian))], box))
+            _el(g, "rect", class_="yx-xian", x=box[0], y=box[1], width=box[2] - box[0],
+                height=box[3] - box[1], rx=8, fill="none", stroke="#8a7a5a", stroke_dasharray="4 3")
     for n, x, y in items:
         cx, cy = p(x, y)
         lab.reserve(cx - 11, cy - 8, cx + 11, cy + 8)
     for n, x, y in items:
         _instrument(g, n, instruments[n], *p(x, y), lab)
-    # the three 县, named at their clusters
-    for grp in _clusters(items):
-        xian = {instruments[n].get("xian") for n, _, _ in grp}
-        if len(xian) != 1 or next(iter(xian)) not in XIAN_LABEL or len(grp) < 2:
-            continue
-        xs = [p(x, y)[0] for _, x, y in grp]
-        ys = [p(x, y)[1] for _, x, y in grp]
-        _label(g, lab, (min(xs) + max(xs)) / 2, max(ys) + 14, XIAN_LABEL[next(iter(xian))],
-               size=11, cls="yx-small", gap=4)
+    for text, (bx0, _, bx1, by1) in xians:    # the 县 named under their boxes
+        _label(g, lab, (bx0 + bx1) / 2, by1 - 2, text, size=11, cls="yx-small", gap=4)
     for lm in court.landmarks:
         if not p.holds(*lm.position_m[:2]):
             continue
