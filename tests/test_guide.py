@@ -359,3 +359,31 @@ def test_rendered_drum_is_heard_where_the_page_lights_it(browser, rendered_site)
     onsets = librosa.onset.onset_detect(y=y, sr=sr, units="time", backtrack=False) + max(0.0, beat - 2.0)
     assert np.min(np.abs(onsets - beat)) < 0.05, (beat, onsets)
     assert _problems(browser.get_log("browser")) == []
+
+
+def test_layout_svg_renders_in_chromium(browser, site, timeline):
+    """The standalone drawing, as the browser lays it out: every instrument inside the picture and
+    no two instrument labels overlapping."""
+    _open_svg = (site["dir"] / "layout.svg").as_uri()
+    browser.get(_open_svg)
+    boxes = browser.execute_script("""
+        const svg = document.documentElement, vb = svg.viewBox.baseVal, out = {};
+        for (const g of document.querySelectorAll('g[data-instrument]')) {
+          const t = g.querySelector('text').getBBox(), b = g.getBBox();
+          out[g.dataset.instrument] = {text: [t.x, t.y, t.x + t.width, t.y + t.height],
+                                       all: [b.x, b.y, b.x + b.width, b.y + b.height]};
+        }
+        return {vb: [vb.x, vb.y, vb.x + vb.width, vb.y + vb.height], boxes: out};""")
+    assert set(boxes["boxes"]) == set(timeline.instruments)
+    x0, y0, x1, y1 = boxes["vb"]
+    for name, b in boxes["boxes"].items():
+        a = b["all"]
+        assert x0 <= a[0] and a[2] <= x1 and y0 <= a[1] and a[3] <= y1, name
+        assert b["text"][2] - b["text"][0] > 0, name
+    names = sorted(boxes["boxes"])
+    for i, p in enumerate(names):
+        for q in names[i + 1:]:
+            a, b = boxes["boxes"][p]["text"], boxes["boxes"][q]["text"]
+            overlap = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+            assert not (overlap[0] > 1 and overlap[1] > 1), (p, q, a, b)
+    assert _problems(browser.get_log("browser")) == []
