@@ -387,3 +387,15 @@ def test_layout_svg_renders_in_chromium(browser, site, timeline):
             overlap = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
             assert not (overlap[0] > 1 and overlap[1] > 1), (p, q, a, b)
     assert _problems(browser.get_log("browser")) == []
+
+
+def test_guide_renders_its_own_audio_when_none_is_given(tmp_path):
+    out = tmp_path / "g"
+    assert cli.main(["guide", str(CUES), "--cues", "lishou", "-o", str(out)]) == 0
+    info = sf.info(str(out / "dashe.flac"))
+    tl = compile_file(CUES, ["lishou"])
+    assert info.duration >= tl.duration - 0.01
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert 'src="dashe.flac"' in page and "No audio" not in page
+    # its captions are the renderer's chapters for that audio
+    assert (out / "captions.vtt").read_text(encoding="utf-8") == (out / "dashe.vtt").read_text(encoding="utf-8")

@@ -10,7 +10,6 @@ from yuexuan.commands.common import add_cues_argument, add_selection_argument, l
 from yuexuan.errors import UserError
 
 HELP = "write the audio guide: a static bilingual site with audio, captions, cue list and lit layout"
-AUDIO_EXTS = (".flac", ".wav", ".ogg", ".opus", ".mp3")
 
 
 def add_arguments(parser) -> None:
@@ -24,7 +23,7 @@ def add_arguments(parser) -> None:
                         help="write the page without audio (a notice; the time slider still works)")
 
 
-def _render_audio(timeline, out_dir: Path) -> Path | None:
+def _render_audio(timeline, out_dir: Path, stem: str) -> Path | None:
     """Render the timeline with :mod:`yuexuan.render` if that module offers a file renderer."""
     try:
         render = importlib.import_module("yuexuan.render")
@@ -35,7 +34,7 @@ def _render_audio(timeline, out_dir: Path) -> Path | None:
     fn = getattr(render, "render_file", None)
     if fn is None:
         return None
-    target = out_dir / "dashe.flac"
+    target = out_dir / f"{stem}.flac"
     fn(timeline, target)
     return target if target.is_file() else None
 
@@ -44,6 +43,8 @@ def run(args) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise UserError("exists and is not a folder", file=str(out), key="-o")
+    if args.audio and args.no_audio:
+        raise UserError("give either --audio FILE or --no-audio, not both", key="--no-audio")
     audio = None
     if args.audio:
         audio = Path(args.audio)
@@ -53,10 +54,8 @@ def run(args) -> int:
             raise UserError(f"unknown audio type {audio.suffix!r}; expected one of "
                             f"{', '.join(sorted(guide.AUDIO_TYPES))}", file=str(audio), key="--audio")
     timeline = load_timeline(args, "guide")
-    if args.audio and args.no_audio:
-        raise UserError("give either --audio FILE or --no-audio, not both", key="--no-audio")
     if audio is None and not args.no_audio:
-        audio = _render_audio(timeline, out)
+        audio = _render_audio(timeline, out, Path(args.cues_file).stem)
     guide.write_site(timeline, out, audio)
     if audio is None:
         print(f"yuexuan guide: {out}/index.html written without audio (--no-audio, or no renderer)")
@@ -67,6 +66,6 @@ def build_step(timeline, cues_path, out_dir) -> list:
     """For ``yuexuan build``: write ``out_dir/guide/``, with the render step's audio if it wrote one."""
     out_dir = Path(out_dir)
     stem = Path(cues_path).stem
-    audio = next((out_dir / f"{stem}{ext}" for ext in AUDIO_EXTS if (out_dir / f"{stem}{ext}").is_file()),
+    audio = next((out_dir / f"{stem}{ext}" for ext in guide.AUDIO_TYPES if (out_dir / f"{stem}{ext}").is_file()),
                  None)
     return guide.write_site(timeline, out_dir / "guide", audio)
