@@ -100,8 +100,7 @@ def select_cues(timeline: Timeline, cue_ids: list | None) -> list:
 
 def build_score(timeline: Timeline, cue_ids: list | None = None):
     """A music21 ``Score`` of the chosen cues (see the module docstring)."""
-    from music21 import (bar, clef, expressions, instrument, layout, metadata, meter, note, percussion,
-                         stream, tempo)
+    from music21 import bar, clef, expressions, instrument, layout, metadata, meter, stream, tempo
 
     cues = select_cues(timeline, cue_ids)
     insts = timeline.instruments
