@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 import tempfile
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,25 +203,82 @@ def blocks(p: Plan, block: int, stems: bool = False):
         yield b0, mix, parts
 
 
-def limiter_gain(x: np.ndarray, ceiling: float, window: int, lead: int) -> np.ndarray:
+def limiter_gain(x: np.ndarray, ceiling: float, window: int, lead: int) -> np.ndarray | None:
     """Gain (≤ 1) for the middle of ``x`` (after ``lead`` samples of context, before the same at
-    the end) that keeps the 4× oversampled peak at or below ``ceiling`` (linear).
+    the end) that keeps the 4× oversampled peak at or below ``ceiling`` (linear); None if no
+    sample needs less than unity.
 
     Minimum filter then moving average of the required gain, both 2·window+1 wide: the average of
-    minima around a sample never exceeds the gain required there (zero latency, offline).
+    minima around a sample never exceeds the gain required there (zero latency, offline). Only
+    chunks whose sample peak comes within :data:`loudness.TP_SEARCH_DB` of the ceiling are
+    oversampled.
     """
-    env = loudness.true_peak_envelope(x)
-    need = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
+    chunk, ctx = 1024, loudness.TAPS_PER_PHASE
+    need = np.ones(len(x), dtype=np.float32)
+    bound = 10 ** (loudness.TP_SEARCH_DB / 20)
+    peaks = loudness.abs_max_channels(x)
+    hot = False
+    for lo in range(0, len(x), chunk):
+        if float(peaks[max(0, lo - ctx):lo + chunk + ctx].max()) * bound <= ceiling:
+            continue
+        a = max(0, lo - ctx)
+        env = loudness.true_peak_envelope(x[a:lo + chunk + ctx])[lo - a:lo - a + chunk]
+        if float(env.max()) > ceiling:
+            need[lo:lo + len(env)] = np.minimum(1.0, ceiling / env)
+            hot = True
+    if not hot:
+        return None
     w = 2 * window + 1
     smooth = ndimage.uniform_filter1d(ndimage.minimum_filter1d(need, w, mode="nearest"), w,
                                       mode="nearest")
-    return np.minimum(smooth, 1.0)[lead:len(x) - lead].astype(np.float32)
+    g = np.minimum(smooth, 1.0)[lead:len(x) - lead]
+    return g if float(g.min()) < 1.0 else None
 
 
 def _stem_path(stems_dir: Path, name: str, suffix: str) -> Path:
     if "/" in name or name in ("", ".", ".."):
         raise UserError(f"instrument name {name!r} cannot be a file name")
     return stems_dir / f"{name}{suffix}"
+
+
+class _Pipe:
+    """Run calls in order on one worker thread, at most ``depth`` waiting (the second core takes the
+    filtering and encoding while the first mixes; numpy, scipy and libsndfile release the GIL)."""
+
+    def __init__(self, depth: int = 2):
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        self._pending: deque = deque()
+        self._depth = depth
+
+    def submit(self, fn, *args) -> None:
+        self._pending.append(self._pool.submit(fn, *args))
+        while len(self._pending) > self._depth:
+            self._pending.popleft().result()
+
+    def drain(self) -> None:
+        while self._pending:
+            self._pending.popleft().result()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if exc[0] is None:
+                self.drain()
+        finally:
+            for f in self._pending:
+                f.cancel()
+            self._pool.shutdown(wait=True)
+
+
+@dataclass
+class _Measured:
+    """What pass 1 learnt of the unscaled mix, per block."""
+
+    hops: np.ndarray                   # K-weighted mean square per 100 ms hop
+    states: list                       # K-filter state at the start of each block
+    peaks: list                        # sample peak of each block
 
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
@@ -232,39 +291,40 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
     out_path = Path(out_path)
     fmt, subtype = output_format(out_path)
     p = plan(timeline, options, instrument_table, listener_table)
-    sr, block = p.sample_rate, options.block
-    total_steps = 2 * max(1, math.ceil(p.total / block))
-    step = 0
+    sr = p.sample_rate
+    hop = loudness.hop_samples(sr)
+    block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block
+    nblocks = max(1, math.ceil(p.total / block))
+    out_path.parent.mkdir(parents=True, exist_ok=True)
 
-    # pass 1: mix, measure, spool
+    # pass 1: mix, measure, spool (an unlinked file: nothing is left behind, however we stop)
     meter = loudness.LoudnessMeter(sr)
-    peaks = []
-    spool = tempfile.TemporaryFile(dir=out_path.parent if out_path.parent.exists() else None)
-    try:
-        for _, mix, _ in blocks(p, block):
-            meter.feed(mix)
-            peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
-            spool.write(mix.tobytes())
-            step += 1
-            if progress:
-                progress(step / total_steps, "mix")
+    m = _Measured(np.zeros(0), [], [])
+    def measure(mix):
+        m.states.append(meter.zi.copy())
+        meter.feed(mix)
+        spool.write(mix.tobytes())
+
+    with tempfile.TemporaryFile(dir=out_path.parent) as spool:
+        with _Pipe() as pipe:
+            for k, (_, mix, _) in enumerate(blocks(p, block)):
+                m.peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
+                pipe.submit(measure, mix)
+                if progress:
+                    progress((k + 1) / nblocks / 2, "mix")
+        m.hops = meter.hops
         l0 = meter.integrated()
-        if not math.isfinite(l0):
-            gain = 1.0
-        else:
-            gain = 10 ** ((options.target_lufs - l0) / 20)
+        gain = 10 ** ((options.target_lufs - l0) / 20) if math.isfinite(l0) else 1.0
         passes = 0
         while True:
             passes += 1
-            rep = _gain_pass(p, spool, out_path, fmt, subtype, gain, options, peaks,
+            rep = _gain_pass(p, spool, out_path, fmt, subtype, gain, options, block, m,
                              Path(stems_dir) if stems_dir else None,
                              (lambda f: progress(0.5 + f / 2, "level")) if progress else None)
             off = options.target_lufs - rep.loudness_lufs
             if not math.isfinite(off) or abs(off) <= LOUDNESS_TOLERANCE_LU or passes >= 3:
                 break
             gain *= 10 ** (off / 20)
-    finally:
-        spool.close()
     rep.notes = len(p.starts)
     rep.passes = passes
     rep.cache_misses = p.cache.misses
@@ -273,72 +333,83 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
 
 
 def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: float,
-               options: Options, peaks: list, stems_dir: Path | None, progress) -> Report:
-    sr, block = p.sample_rate, options.block
+               options: Options, block: int, m: _Measured, stems_dir: Path | None,
+               progress) -> Report:
+    """Scale the spooled mix, limit, write; loudness from pass 1's hops × gain², re-measured only
+    where the limiter acted (and one block after, while the K-filter forgets)."""
+    sr = p.sample_rate
     ceiling = 10 ** ((options.ceiling_dbtp - LIMITER_MARGIN_DB) / 20)
     window = max(1, int(LIMITER_WINDOW_S * sr))
     lead = 2 * window + loudness.TAPS_PER_PHASE
-    bound = float(np.abs(loudness.interpolation_filter().reshape(-1, loudness.OVERSAMPLE))
-                  .sum(axis=0).max())
-    meter = loudness.LoudnessMeter(sr)
-    tp = loudness.TruePeakMeter()
-    nblocks = len(peaks)
-    frame_bytes = 2 * 4
+    hop = loudness.hop_samples(sr)
+    sos = loudness.k_weighting_sos(sr)
+    hops = m.hops * gain ** 2
+    per_block = block // hop
+    nblocks = len(m.peaks)
+    tp = loudness.TruePeakMeter(floor=max(m.peaks, default=0.0) * gain * 0.999)
     limited = 0
+    carry = None                       # K-filter state of the limited output, while it differs
     stem_files, stem_ctx = {}, []
+    frame_bytes = 2 * 4
+    spool.seek(0)
+
+    def read_block(k):
+        n = min(block, p.total - k * block)
+        data = spool.read(n * frame_bytes)
+        return np.frombuffer(data, dtype=np.float32).reshape(n, 2) * np.float32(gain)
+
+    def write(y, parts, g):
+        out.write(y)
+        for i, f in stem_files.items():
+            part = None if parts is None else parts.get(i)
+            if part is None:
+                f.write(np.zeros_like(y))
+                continue
+            part *= np.float32(gain)
+            if g is not None:
+                part *= g[:, None]
+            f.write(part)
+
     with atomic.atomic_path(out_path) as tmp, \
-            sf.SoundFile(tmp, "w", sr, 2, subtype=subtype, format=fmt) as out:
-        if stems_dir is not None:
-            stems_dir.mkdir(parents=True, exist_ok=True)
-            for i, name in enumerate(p.names):
-                target = _stem_path(stems_dir, name, out_path.suffix)
-                ctx = atomic.atomic_path(target)
-                stem_ctx.append(ctx)
-                stem_files[i] = sf.SoundFile(ctx.__enter__(), "w", sr, 2, subtype=subtype,
-                                             format=fmt)
+            sf.SoundFile(tmp, "w", sr, 2, subtype=subtype, format=fmt) as out, _Pipe() as pipe:
         try:
+            if stems_dir is not None:
+                stems_dir.mkdir(parents=True, exist_ok=True)
+                for i, name in enumerate(p.names):
+                    ctx = atomic.atomic_path(_stem_path(stems_dir, name, out_path.suffix))
+                    stem_files[i] = sf.SoundFile(ctx.__enter__(), "w", sr, 2, subtype=subtype,
+                                                 format=fmt)
+                    stem_ctx.append(ctx)
             stem_blocks = blocks(p, block, stems=True) if stem_files else None
-            spool.seek(0)
-
-            def read_block(k):
-                n = min(block, p.total - k * block)
-                data = spool.read(n * frame_bytes)
-                return np.frombuffer(data, dtype=np.float32).reshape(n, 2) * np.float32(gain)
-
             nxt = read_block(0) if nblocks else np.zeros((0, 2), np.float32)
             prev_tail = np.zeros((lead, 2), np.float32)
             for k in range(nblocks):
                 cur = nxt
                 nxt = read_block(k + 1) if k + 1 < nblocks else np.zeros((0, 2), np.float32)
-                hot = max(peaks[max(0, k - 1):k + 2]) * gain * bound > ceiling
-                if hot:
+                g = None
+                if max(m.peaks[max(0, k - 1):k + 2]) * gain * 10 ** (loudness.TP_SEARCH_DB / 20) \
+                        > ceiling:
                     head = nxt[:lead]
                     if len(head) < lead:
                         head = np.concatenate([head, np.zeros((lead - len(head), 2), np.float32)])
                     g = limiter_gain(np.concatenate([prev_tail, cur, head]), ceiling, window, lead)
-                    limited += int(np.count_nonzero(g < 0.999))
-                    y = cur * g[:, None]
-                else:
-                    g = None
-                    y = cur
+                y = cur if g is None else cur * g[:, None]
                 prev_tail = np.concatenate([prev_tail, cur])[-lead:]
-                meter.feed(y)
+                if g is not None or carry is not None:
+                    zi = carry if carry is not None else m.states[k] * gain
+                    sq, zi = loudness.k_hops(y, sos, zi, hop)
+                    hops[k * per_block:k * per_block + len(sq)] = sq
+                    carry = zi if g is not None else None
+                if g is not None:
+                    limited += int(np.count_nonzero(g < 0.999))
+                parts = next(stem_blocks)[2] if stem_blocks is not None else None
+                pipe.submit(write, y, parts, g)
                 tp.feed(y)
-                out.write(y)
-                if stem_blocks is not None:
-                    _, _, parts = next(stem_blocks)
-                    for i, f in stem_files.items():
-                        part = parts.get(i)
-                        if part is None:
-                            f.write(np.zeros_like(y))
-                        else:
-                            part *= np.float32(gain)
-                            if g is not None:
-                                part *= g[:, None]
-                            f.write(part)
                 if progress:
                     progress((k + 1) / nblocks)
-            for i, f in stem_files.items():
+            pipe.drain()
+            tp.flush()
+            for f in stem_files.values():
                 f.close()
             for ctx in stem_ctx:
                 ctx.__exit__(None, None, None)
@@ -352,7 +423,7 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                 except BaseException:
                     pass
             raise
-    return Report(str(out_path), p.total / sr, 0, meter.integrated(), tp.dbtp(),
+    return Report(str(out_path), p.total / sr, 0, loudness.gated_loudness(hops), tp.dbtp(),
                   20 * math.log10(gain), limited / sr, 0,
                   [str(_stem_path(stems_dir, n, out_path.suffix)) for n in p.names]
                   if stems_dir is not None else [])

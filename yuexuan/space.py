@@ -135,9 +135,11 @@ def placement(listener: Listener, source_m, sample_rate: int, seed_name: str = "
 def spatialise(mono: np.ndarray, place: Placement) -> np.ndarray:
     """Stereo (n + extra, 2) float32: the taps applied to ``mono`` (overall delay not included)."""
     n = len(mono)
-    out = np.zeros((n + place.length_extra, 2), dtype=np.float32)
-    for lag, gl, gr in place.taps:
-        seg = out[lag:lag + n]
-        seg[:, 0] += np.float32(gl) * mono
-        seg[:, 1] += np.float32(gr) * mono
-    return out
+    m = n + place.length_extra
+    chans = []
+    for c in (1, 2):
+        ch = np.zeros(m, dtype=np.float32)
+        for tap in place.taps:
+            ch[tap[0]:tap[0] + n] += np.float32(tap[c]) * mono
+        chans.append(ch)
+    return np.stack(chans, axis=1)

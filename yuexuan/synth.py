@@ -28,7 +28,7 @@ from collections import OrderedDict
 import numpy as np
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
-RING_CAP_S = {"bell": 12.0, "stone": 6.0, "drum": 4.0, "string": 8.0}
+RING_CAP_S = {"bell": 9.0, "stone": 5.0, "drum": 3.0, "string": 6.0}
 #: a mode is computed until it has decayed by this many time constants (−50 dB).
 DECAY_SPAN = 5.75
 RELEASE_S = 0.12          # release of sustained notes (pipe, voice), s
