@@ -109,7 +109,7 @@ def index_html(timeline: Timeline, svg: str, vtt: str, audio_name: str | None) -
 </section>
 <section id="map" aria-label="乐县图 · The courtyard">
 <h2><span lang="zh">乐县图</span> <span lang="en">Where each sound comes from</span></h2>
-<div class="svgwrap">{svg_body}</div>
+<div class="svgwrap" tabindex="0" role="group" aria-label="乐县图，可横向滚动 · The courtyard drawing (scrolls sideways on a small screen)">{svg_body}</div>
 </section>
 <nav id="cue-list" aria-label="乐目 · Cues">
 <h2><span lang="zh">乐目</span> <span lang="en">Cues</span></h2>
@@ -141,7 +141,6 @@ html[data-lang="en"] body [lang="zh"] { display: none !important; }
 main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1rem;
   grid-template-areas: "player player" "map cues"; }
 #player { grid-area: player; } #map { grid-area: map; } #cue-list { grid-area: cues; }
-@media (max-width: 800px) { main { grid-template-columns: minmax(0, 1fr); grid-template-areas: "player" "map" "cues"; } }
 audio { width: 100%; }
 .scrub { display: flex; align-items: center; gap: 0.5rem; } .scrub input { flex: 1; min-width: 0; }
 .caption { min-height: 4.5em; background: #fff; border-left: 4px solid var(--accent); padding: 0.4rem 0.7rem;
@@ -159,6 +158,8 @@ button.cue .moment, button.cue .gloss { display: block; font-size: 0.88rem; colo
 .badge { font-size: 0.75rem; border: 1px solid var(--accent); color: var(--accent); border-radius: 4px; padding: 0 0.25rem; }
 :focus-visible { outline: 3px solid #1a66d2; outline-offset: 2px; }
 .keys { font-size: 0.85rem; color: #555; }
+@media (max-width: 800px) { main { grid-template-columns: minmax(0, 1fr); grid-template-areas: "player" "map" "cues"; }
+  .svgwrap { overflow-x: auto; } .svgwrap svg { width: 820px; max-width: none; } }
 """
 
 APP_JS = r"""'use strict';
