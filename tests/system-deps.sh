@@ -5,8 +5,9 @@
 #   chromium + chromium-driver       headless browser for the audio-guide page
 #   lilypond                         PDF engraving of the score
 #   sox                              independent audio measurements
+#   fonts-noto-cjk                   Chinese glyphs for the browser and LilyPond
 set -eu
-pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox"
+pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
