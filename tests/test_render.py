@@ -1,0 +1,222 @@
+"""The renderer, measured from its files: 建鼓 onsets on the 射节 beats, loudness and true peak
+checked with independent tools, stems that add up to the mix, chapters, determinism, and a render
+killed mid-way that leaves the previous file untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import librosa
+import numpy as np
+import pyloudnorm
+import pytest
+import soundfile as sf
+from scipy import signal as sps
+
+from yuexuan import render
+from yuexuan.timeline import Ceremony, Cue, Note, Timeline
+
+SR = 48000
+SPEED_OF_SOUND = 343.0
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CUES = ROOT / "cues" / "dashe.toml"
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "yuexuan", *map(str, args)], capture_output=True,
+                          text=True, timeout=600, cwd=ROOT)
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def _courtyard_distance(seat: str, instrument: str) -> float:
+    """Metres from a listener seat to an instrument, read from the data files themselves."""
+    court = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text("utf-8"))
+    pos = next(li["position_m"] for li in court["listener"] if li["name"] == seat)
+    inst = tomllib.loads((ROOT / "instruments" / f"{instrument}.toml").read_text("utf-8"))
+    return math.dist(pos, inst["position_m"])
+
+
+@pytest.fixture(scope="module")
+def lishou(tmp_path_factory):
+    """The 貍首 cue (round 3, the 射节) rendered by the CLI with stems."""
+    d = tmp_path_factory.mktemp("lishou")
+    out = d / "lishou.wav"
+    r = _cli("render", DEFAULT_CUES, "-o", out, "--cues", "lishou", "--stems", d / "stems")
+    assert r.returncode == 0, r.stderr
+    return d, out, r.stdout
+
+
+def test_jiangu_stem_has_an_onset_on_every_beat(lishou, default_timeline):
+    """Onsets detected in the 建鼓·东 stem fall within 50 ms of every timeline beat, with time 0 of
+    the file at the cue's start and the sound's travel time to the 宾's seat added."""
+    d, _, _ = lishou
+    cue = default_timeline.cue("lishou")
+    beats = default_timeline.beat_times("lishou") - cue.start
+    assert len(beats) > 50
+    delay = _courtyard_distance("宾", "建鼓·东") / SPEED_OF_SOUND
+    y, sr = sf.read(d / "stems" / "建鼓·东.wav", dtype="float32")
+    mono = y.mean(axis=1)
+    onsets = librosa.onset.onset_detect(y=mono, sr=sr, hop_length=128, units="time")
+    errors = np.array([np.min(np.abs(onsets - (b + delay))) for b in beats])
+    assert errors.max() <= 0.050, errors.max()
+    assert np.median(errors) < 0.015
+    # and the stem is silent before the first beat reaches the seat
+    assert np.abs(mono[:int((beats[0] + delay - 0.005) * sr)]).max() < 1e-6
+
+
+def test_mix_meets_loudness_and_true_peak_targets_unclipped(lishou):
+    _, out, stdout = lishou
+    x, sr = sf.read(out)
+    assert sr == SR and x.shape[1] == 2
+    assert np.abs(x).max() < 1.0                                   # no clipped samples
+    assert pyloudnorm.Meter(sr).integrated_loudness(x) == pytest.approx(-16.0, abs=0.3)
+    over = sps.resample_poly(x, 4, 1, axis=0)                      # independent 4× true peak
+    tp = 20 * np.log10(max(np.abs(over).max(), np.abs(x).max()))
+    assert tp <= -1.0, tp
+    assert "LUFS" in stdout and "dBTP" in stdout
+
+
+def test_stems_are_aligned_and_add_up_to_the_mix(lishou, default_timeline):
+    d, out, _ = lishou
+    mix, _ = sf.read(out)
+    names = sorted(p.stem for p in (d / "stems").glob("*.wav"))
+    expected = sorted({n.instrument for n in default_timeline.notes if n.cue == "lishou"})
+    assert names == expected
+    total = np.zeros_like(mix)
+    for name in names:
+        y, _ = sf.read(d / "stems" / f"{name}.wav")
+        assert y.shape == mix.shape, name
+        total += y
+    assert np.abs(total - mix).max() < 1e-4
+
+
+def test_chapters_sidecars(lishou, default_timeline):
+    _, out, _ = lishou
+    vtt = out.with_suffix(".vtt").read_text("utf-8")
+    cue = default_timeline.cue("lishou")
+    assert vtt.startswith("WEBVTT\n")
+    blocks = [b for b in vtt.strip().split("\n\n")[2:]]
+    assert len(blocks) == 1
+    lines = blocks[0].splitlines()
+    length = cue.end - cue.start
+    ms = int(round(length * 1000))
+    assert lines[1] == (f"00:00:00.000 --> {ms // 3600000:02d}:{ms // 60000 % 60:02d}:"
+                        f"{ms // 1000 % 60:02d}.{ms % 1000:03d}")
+    assert cue.piece in lines[2] and cue.source.split()[0] in vtt
+    sheet = out.with_suffix(".cue").read_text("utf-8")
+    assert f'FILE "{out.name}" WAVE' in sheet
+    assert "TRACK 01 AUDIO" in sheet and "INDEX 01 00:00:00" in sheet
+
+
+def test_render_is_deterministic(lishou, tmp_path):
+    """Rendering again (without stems, through the library) gives the same bytes."""
+    from yuexuan.compiler import compile_file
+    _, out, _ = lishou
+    again = tmp_path / "lishou.wav"
+    render.render(compile_file(DEFAULT_CUES, ["lishou"]), again, render.Options(cues=("lishou",)))
+    assert _sha(again) == _sha(out)
+    assert _sha(again.with_suffix(".vtt")) == _sha(out.with_suffix(".vtt"))
+    assert _sha(again.with_suffix(".cue")) == _sha(out.with_suffix(".cue"))
+
+
+def _tone_timeline(instrument: str, hz: float) -> Timeline:
+    notes = tuple(Note(0.5 + i, 0.5, instrument, "t", 60, hz, 100) for i in range(3))
+    cue = Cue("t", "test", "奏", 0.0, 4.0, (instrument,), False, "「test」")
+    return Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), notes, (), {})
+
+
+@pytest.mark.parametrize("seat,louder", [("宾", 0), ("中庭", 1)])
+def test_listener_seat_sets_the_side(tmp_path, seat, louder):
+    """The east 县's 笙钟 is on the left of the 宾 (facing south) and on the right at 中庭 (facing
+    north)."""
+    out = tmp_path / f"{seat}.wav"
+    render.render(_tone_timeline("笙钟", 345.0), out, render.Options(listener=seat))
+    x, _ = sf.read(out)
+    rms = np.sqrt((x ** 2).mean(axis=0))
+    assert rms[louder] > 1.5 * rms[1 - louder]
+
+
+def test_farther_seat_hears_the_note_later(tmp_path):
+    def first_sound(seat):
+        out = tmp_path / f"d{seat}.wav"
+        render.render(_tone_timeline("建鼓·西", None), out, render.Options(listener=seat))
+        x, _ = sf.read(out)
+        return np.argmax(np.abs(x).max(axis=1) > 1e-4) / SR
+    d_bin, d_mid = (_courtyard_distance(s, "建鼓·西") for s in ("宾", "中庭"))
+    assert first_sound("宾") - first_sound("中庭") == pytest.approx((d_bin - d_mid) / SPEED_OF_SOUND,
+                                                                   abs=0.002)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--cues", "nosuchcue"], "nosuchcue"),
+    (["--sample-rate", "1000"], "sample rate"),
+])
+def test_render_user_errors(cli, tmp_path, args, words):
+    out = tmp_path / "x.wav"
+    r = cli("render", DEFAULT_CUES, "-o", out, *args)
+    assert r.returncode == 2
+    assert words in r.stderr and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+def test_render_rejects_unknown_audio_type(cli, tmp_path):
+    r = cli("render", DEFAULT_CUES, "-o", tmp_path / "x.mp3")
+    assert r.returncode == 2 and ".wav or .flac" in r.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_render_keeps_the_previous_file(tmp_path, sig):
+    out = tmp_path / "dashe.flac"
+    old = b"previous render " * 4096
+    out.write_bytes(old)
+    proc = subprocess.Popen([sys.executable, "-m", "yuexuan", "render", str(DEFAULT_CUES), "-o", str(out),
+                             "--cues", "luming,xingong"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    partial = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        partial = [p for p in tmp_path.iterdir() if p.name.startswith(".dashe.flac.")]
+        if partial and partial[0].stat().st_size > 0:          # the gain pass is writing
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None and partial, "the render finished before it could be killed"
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=60)
+    assert out.read_bytes() == old
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 128 + signal.SIGTERM
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]   # cleaned up
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    assert not out.with_suffix(".vtt").exists()
+
+
+def test_build_writes_the_ceremony_audio_with_chapters(tmp_path, cli, default_timeline):
+    """The README's first command: ``yuexuan build cues/dashe.toml -o out`` writes dashe.flac with
+    dashe.vtt and dashe.cue, the whole ceremony long, one chapter per cue."""
+    r = cli("build", DEFAULT_CUES, "-o", tmp_path)
+    assert r.returncode == 0, r.stderr
+    info = sf.info(tmp_path / "dashe.flac")
+    assert info.samplerate == SR and info.channels == 2
+    assert default_timeline.duration <= info.duration <= default_timeline.duration + 12
+    vtt = (tmp_path / "dashe.vtt").read_text("utf-8")
+    assert vtt.count(" --> ") == len(default_timeline.cues)
+    sheet = (tmp_path / "dashe.cue").read_text("utf-8")
+    assert sheet.count("TRACK ") == len(default_timeline.cues)
+    # 鹿鸣 is sung: a stretch of it is far from silent, read back from the FLAC
+    cue = default_timeline.cue("luming")
+    with sf.SoundFile(tmp_path / "dashe.flac") as f:
+        f.seek(int((cue.start + 30) * SR))
+        seg = f.read(SR * 5)
+    assert 20 * np.log10(np.sqrt((seg ** 2).mean())) > -40
