@@ -14,7 +14,7 @@ import csv
 import io
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +46,7 @@ class Shots:
 
     path: str
     time: np.ndarray          # float64, seconds, as read (before any clock offset)
-    archer: np.ndarray        # int32 index into archer_names
-    archer_names: list
+    archers: object           # () -> (int32 index per row, names); grouped when first asked
     rank: np.ndarray          # int8 index into RANKS
     role: np.ndarray          # int8 index into ROLES
     target: np.ndarray        # int8 index into TARGETS, -1 for none
@@ -56,9 +55,25 @@ class Shots:
     pair_names: list
     round: np.ndarray         # int8, 1..3
     lines: np.ndarray         # int64, 1-based line of each row
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.time)
+
+    def _archers(self):
+        if "archers" not in self._memo:
+            self._memo["archers"] = self.archers()
+        return self._memo["archers"]
+
+    @property
+    def archer(self) -> np.ndarray:
+        """int32 index into :attr:`archer_names`, per row (the rules never need it, so it is
+        computed when first asked for, for the output)."""
+        return self._archers()[0]
+
+    @property
+    def archer_names(self) -> list:
+        return self._archers()[1]
 
 
 def _fail(path, line, row, column, message):
@@ -80,7 +95,7 @@ def _read_bytes(path: Path) -> bytes:
         raise UserError(f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES}", file=str(path))
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
-    if not raw.strip():
+    if not raw or raw.isspace():
         raise UserError("empty file: expected a header row (time,archer,rank,role,target,result)"
                         " or JSON lines", file=str(path))
     nul = raw.find(b"\0")
@@ -111,6 +126,9 @@ class _ListColumns:
 
     def text(self, name, i) -> str:
         return self.cols[name][i]
+
+    def empty(self, name) -> np.ndarray:
+        return np.array([not v.strip() for v in self.cols[name]], dtype=bool)
 
     def floats(self, name):
         values = self.cols[name]
@@ -147,17 +165,20 @@ class _ByteColumns:
     strided view), masked to its length: one gather a word, no Python object a field.
     """
 
-    def __init__(self, raw: bytes, starts: np.ndarray, ends: np.ndarray, index: dict,
+    def __init__(self, raw: bytes, starts: np.ndarray, ends: np.ndarray, ncol: int, index: dict,
                  first_line: int):
+        """``starts``/``ends``: byte offsets of every field, row after row (ncol a row)."""
         # padded so that every 8-byte load of a field (≤ MAX_FAST_FIELD_BYTES) stays inside
         self.raw = raw + b"\0" * (MAX_FAST_FIELD_BYTES + 16)
         self.buf = np.frombuffer(self.raw, dtype=np.uint8)
         self.w8 = np.ndarray(shape=(len(raw),), dtype="<u8", buffer=self.raw, strides=(1,))
         self.index = index
-        self.n = starts.shape[0]
+        self.ncol = ncol
+        self.n = len(starts) // ncol
         self.lines = np.arange(first_line, first_line + self.n, dtype=np.int64)
         self.starts, self.ends = starts, ends
         self._cache = {}
+        self.blanks = b" " in raw or b"\t" in raw or b"\r" in raw
 
     def has(self, name):
         return name in self.index
@@ -167,9 +188,9 @@ class _ByteColumns:
         key = ("span", name)
         if key not in self._cache:
             k = self.index[name]
-            s = np.ascontiguousarray(self.starts[:, k])
-            e = np.ascontiguousarray(self.ends[:, k])
-            for _ in range(64):       # a few passes; fields rarely have many blanks
+            s = self.starts[k::self.ncol].copy()
+            e = self.ends[k::self.ncol].copy()
+            for _ in range(64 if self.blanks else 0):   # a few passes; blanks are rare
                 lead = (s < e) & _SPACE[self.buf[s]]
                 trail = (e > s) & _SPACE[self.buf[e - 1]]
                 if not (lead.any() or trail.any()):
@@ -194,6 +215,10 @@ class _ByteColumns:
             self._cache[key] = (out, length)
         return self._cache[key]
 
+    def empty(self, name) -> np.ndarray:
+        s, e = self._span(name)
+        return s == e
+
     def text(self, name, i) -> str:
         s, e = self._span(name)
         return self.raw[s[i]:e[i]].decode("utf-8", "replace")
@@ -209,18 +234,32 @@ class _ByteColumns:
 
     def codes(self, name, vocab: dict) -> np.ndarray:
         w, length = self.words(name)
-        out = np.full(self.n, -2, dtype=np.int16)
+        k = w.shape[1]
+        keys = []
         for text, v in vocab.items():
             kb = text.encode()
-            if len(kb) > 8 * w.shape[1]:
-                continue
-            row = np.zeros(8 * w.shape[1], dtype=np.uint8)
+            row = np.zeros(8 * max(k, -(-len(kb) // 8)), dtype=np.uint8)
             row[:len(kb)] = np.frombuffer(kb, dtype=np.uint8)
             kw = row.view("<u8")
-            hit = length == len(kb)
-            for j in range(-(-len(kb) // 8)):
-                hit &= w[:, j] == kw[j]
-            out[hit] = v
+            keys.append((int(kw[0]), len(kb), kw[1:], v))
+        keys.sort(key=lambda t: t[0])
+        first = np.array([t[0] for t in keys], dtype=np.uint64)
+        out = np.full(self.n, -2, dtype=np.int16)
+        if len(np.unique(first)) != len(first) or any(len(t[2]) > k - 1 for t in keys):
+            for key0, n, rest, v in keys:        # rare: vocabulary sharing a first word
+                hit = (length == n) & (w[:, 0] == key0)
+                for j, x in enumerate(rest[:k - 1], start=1):
+                    hit &= w[:, j] == x
+                if len(rest) <= k - 1:
+                    out[hit] = v
+            return out
+        idx = np.minimum(np.searchsorted(first, w[:, 0]), len(first) - 1)
+        hit = (first[idx] == w[:, 0]) & (np.array([t[1] for t in keys])[idx] == length)
+        for j in range(1, k):                    # later words: the vocabulary's, or zero
+            later = np.array([t[2][j - 1] if j - 1 < len(t[2]) else 0 for t in keys],
+                             dtype=np.uint64)
+            hit &= later[idx] == w[:, j]
+        out[hit] = np.array([t[3] for t in keys], dtype=np.int16)[idx[hit]]
         return out
 
     def factorize(self, name):
@@ -274,7 +313,9 @@ def _csv_fast(path: Path, raw: bytes):
     file is not that plain."""
     if b'"' in raw:
         return None
-    body_end = len(raw.rstrip(b"\r\n\t "))
+    body_end = len(raw)
+    while body_end and raw[body_end - 1] in b"\r\n\t ":
+        body_end -= 1
     head_end = raw.find(b"\n")
     if head_end < 0 or head_end >= body_end:
         return None
@@ -283,22 +324,22 @@ def _csv_fast(path: Path, raw: bytes):
     index = _header_index(path, header)
     start = head_end + 1
     buf = np.frombuffer(raw, dtype=np.uint8)[start:body_end]
-    seps = np.flatnonzero((buf == 44) | (buf == 10))
-    seps = np.append(seps, len(buf)) + start          # the body's end closes the last row
-    if len(seps) % ncol:
+    ends = np.flatnonzero((buf == 44) | (buf == 10))
+    ends = np.append(ends, len(buf))                  # the body's end closes the last row
+    ends += start
+    if len(ends) % ncol:
         return None
-    seps = seps.reshape(-1, ncol)
-    is_nl = np.frombuffer(raw + b"\n", dtype=np.uint8)[seps] == 10
-    if not is_nl[:, -1].all() or is_nl[:, :-1].any():
+    rows = len(ends) // ncol
+    # the last separator of every row is a newline, and there are no other newlines
+    if raw.count(b"\n", start, body_end) != rows - 1 or \
+            (rows > 1 and not (buf[ends[ncol - 1:-1:ncol] - start] == 10).all()):
         return None                                    # ragged rows or blank lines
-    ends = seps
-    starts = np.empty_like(seps)
-    starts[0, 0] = start
-    starts[1:, 0] = seps[:-1, -1] + 1
-    starts[:, 1:] = seps[:, :-1] + 1
+    starts = np.empty_like(ends)
+    starts[0] = start
+    np.add(ends[:-1], 1, out=starts[1:])
     if (ends - starts).max() > MAX_FAST_FIELD_BYTES:
         return None
-    return _ByteColumns(raw, starts, ends, index, 2)
+    return _ByteColumns(raw, starts, ends, ncol, index, 2)
 
 
 def _csv_slow(path: Path, raw: bytes):
@@ -425,15 +466,15 @@ def _build(path: Path, c) -> Shots:
         else:
             msg = f"result {RESULTS[result[i]]} needs the 侯 it touched (大侯 | 参 | 干)"
         fail(i, "target", msg)
-    archer, archer_names = c.factorize("archer")
-    if (archer < 0).any():
-        fail(int(np.flatnonzero(archer < 0)[0]), "archer", "archer is empty")
+    empty = c.empty("archer")
+    if empty.any():
+        fail(int(np.flatnonzero(empty)[0]), "archer", "archer is empty")
     if c.has("pair"):
         pair, pair_names = c.factorize("pair")
     else:
         pair, pair_names = np.full(n, -1, dtype=np.int32), []
-    return Shots(str(path), time, archer, archer_names, rank, role, target, result, pair,
-                 pair_names, rnd, c.lines)
+    return Shots(str(path), time, lambda: c.factorize("archer"), rank, role, target, result,
+                 pair, pair_names, rnd, c.lines)
 
 
 def _is_jsonl(path: Path, raw: bytes) -> bool:

@@ -141,89 +141,88 @@ def run(args) -> int:
 
 # -- output -----------------------------------------------------------------------------------
 
-def _columns(shots: Shots, v: shiho.Verdict) -> dict:
-    """Every output field as a list of JSON tokens (strings), vectorised where it counts."""
-    n = len(shots)
-    dumps = json.dumps
-
-    def floats(a):
-        a = np.round(a, 6)
-        return ["null" if x != x else repr(x) for x in a.tolist()]
-
-    def cat(codes, names):
-        tokens = [dumps(s, ensure_ascii=False) for s in names]
-        arr = np.array(tokens + ["null"], dtype=object)
-        return arr[np.where(np.asarray(codes) < 0, len(names), codes)].tolist()
-
-    r3 = shots.round == 3
-    onb = np.where(r3, np.where(v.on_beat, 1, 0), 2)
-    return {
-        "time": floats(shots.time),
-        "archer": cat(shots.archer, shots.archer_names),
-        "rank": cat(shots.rank, RANKS),
-        "role": cat(shots.role, ROLES),
-        "target": cat(shots.target, TARGETS),
-        "result": cat(shots.result, RESULTS),
-        "pair": cat(shots.pair, shots.pair_names),
-        "round": np.array(["0", "1", "2", "3"], dtype=object)[shots.round].tolist(),
-        "nearest_beat": floats(v.nearest_beat),
-        "offset": floats(v.offset_s),
-        "on_beat": np.array(["false", "true", "null"], dtype=object)[onb].tolist(),
-        "released": np.array(["false", "true"], dtype=object)[v.released.astype(int)].tolist(),
-        "reason": cat(v.reason, shiho.REASONS),
-        "_n": n,
-    }
-
-
 FIELDS_OUT = ("time", "archer", "rank", "role", "target", "result", "pair", "round",
               "nearest_beat", "offset", "on_beat", "released", "reason")
 
 
+def _csv_text(value: str) -> str:
+    if "," in value or '"' in value or "\n" in value or "\r" in value:
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def _cells(shots: Shots, v: shiho.Verdict, fmt: str) -> list:
+    """Every output cell as a column of strings that carry their own separators (so the rows
+    are one ``"".join``): for CSV ``value,`` … ``value\n``; for JSON ``{"key":value,`` … ``}``.
+    Category columns are looked up from a few tokens; numbers are formatted once each."""
+    m = len(FIELDS_OUT)
+    if fmt == "json":
+        pre = ['{"' + FIELDS_OUT[0] + '":'] + [',"' + k + '":' for k in FIELDS_OUT[1:]]
+        post = [""] * (m - 1) + ["}"]
+        null, text = "null", (lambda x: json.dumps(x, ensure_ascii=False))
+        true, false = "true", "false"
+    else:
+        pre = [""] * m
+        post = [","] * (m - 1) + ["\n"]
+        null, text = "", _csv_text
+        true, false = "true", "false"
+
+    def cat(k, codes, names):
+        tokens = [pre[k] + text(x) + post[k] for x in names] + [pre[k] + null + post[k]]
+        idx = np.where(np.asarray(codes) < 0, len(names), codes)
+        return np.array(tokens, dtype=object)[idx].tolist()
+
+    def num(k, a):
+        p, q = pre[k], post[k]
+        nul = p + null + q
+        return [nul if x != x else f"{p}{x!r}{q}" for x in np.round(a, 6).tolist()]
+
+    r3 = shots.round == 3
+    onb = np.where(r3, v.on_beat.astype(np.int8), 2)
+    columns = [
+        num(0, shots.time),
+        cat(1, shots.archer, shots.archer_names),
+        cat(2, shots.rank, RANKS),
+        cat(3, shots.role, ROLES),
+        cat(4, shots.target, TARGETS),
+        cat(5, shots.result, RESULTS),
+        cat(6, shots.pair, shots.pair_names),
+        np.array([pre[7] + str(r) + post[7] for r in range(4)], dtype=object)[shots.round].tolist(),
+        num(8, v.nearest_beat),
+        num(9, v.offset_s),
+        np.array([pre[10] + t + post[10] for t in (false, true, null)], dtype=object)[onb].tolist(),
+        np.array([pre[11] + t + post[11] for t in (false, true)],
+                 dtype=object)[v.released.astype(np.int8)].tolist(),
+        cat(12, v.reason, shiho.REASONS),
+    ]
+    return columns
+
+
+def _interleave(columns: list, n: int) -> list:
+    flat = [None] * (n * len(columns))
+    for k, col in enumerate(columns):
+        flat[k::len(columns)] = col
+    return flat
+
+
 def render_json(shots: Shots, v: shiho.Verdict, meta: dict, drum: dict | None) -> str:
-    """{"shots": [...], "tallies": [...], "settings": {...}, "drum": {...}} as text."""
-    cols = _columns(shots, v)
-    keys = [json.dumps(k) + ":" for k in FIELDS_OUT]
-    lists = [cols[k] for k in FIELDS_OUT]
-    rows = ("{" + ",".join(k + x for k, x in zip(keys, vals)) + "}" for vals in zip(*lists))
-    head = '{"shots":[\n'
-    body = ",\n".join(rows)
+    """{"shots": [...], "tallies": [...], "settings": {...}, "rules": {...}, "drum": {...}}."""
+    n = len(shots)
+    columns = _cells(shots, v, "json")
+    columns[-1] = [c + ",\n" for c in columns[-1]]
+    if n:
+        columns[-1][-1] = columns[-1][-1][:-2] + "\n"
     tail = {"tallies": v.tallies, "settings": meta, "rules": shiho.RULES}
     if drum is not None:
         tail["drum"] = drum
     rest = json.dumps(tail, ensure_ascii=False, indent=1)
-    return head + body + "\n]," + rest[1:] + "\n"
+    return '{"shots":[\n' + "".join(_interleave(columns, n)) + "]," + rest[1:] + "\n"
 
 
 def render_csv(shots: Shots, v: shiho.Verdict) -> str:
     """One CSV row per shot: the input fields, then nearest_beat, offset, on_beat, released,
-    reason. Empty cells for null."""
-    cols = _columns(shots, v)
-    out = []
-    for k in FIELDS_OUT:
-        c = cols[k]
-        if k in ("on_beat", "released"):
-            c = ["" if x == "null" else x for x in c]
-        elif k in ("time", "nearest_beat", "offset", "round"):
-            c = ["" if x == "null" else x for x in c]
-        else:
-            c = [_csv_cell(x) for x in c]
-        out.append(c)
-    lines = [",".join(FIELDS_OUT)]
-    lines.extend(map(",".join, zip(*out)))
-    return "\n".join(lines) + "\n"
-
-
-_CSV_CACHE: dict = {}
-
-
-def _csv_cell(token: str) -> str:
-    cell = _CSV_CACHE.get(token)
-    if cell is None:
-        s = "" if token == "null" else json.loads(token)
-        if any(ch in s for ch in ',"\n\r'):
-            s = '"' + s.replace('"', '""') + '"'
-        cell = _CSV_CACHE[token] = s
-    return cell
+    reason; empty cells for null."""
+    return ",".join(FIELDS_OUT) + "\n" + "".join(_interleave(_cells(shots, v, "csv"), len(shots)))
 
 
 def _width(s: str) -> int:
