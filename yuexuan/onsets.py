@@ -3,10 +3,11 @@
 For ``yuexuan check --beats-from AUDIO``: live drummers drift from the plan, so the round-3 beat
 test can use the strokes actually played. numpy/scipy only (librosa is a test dependency).
 
-Detection: band-wise log-energy novelty (4 ms hops) with peak picking, then each onset refined
-on the raw signal to the first sample where the attack passes 20 % of its rise.
-Alignment: the recording's clock is mapped onto the timeline by matching strokes to planned
-beats and fitting ``plan ≈ a + b · live`` (seconds); the drift is live − plan per matched beat.
+Detection: the rise of log energy in four bands (4 ms frames) over the loudest of the previous
+100 ms, peak-picked, then each onset refined on the waveform to where its attack passes 20 % of
+its rise. Alignment: the planned beats are followed in order, each stroke predicted from the
+last matches, so a drift of several beats is tracked; the drift is live − plan per matched beat
+and the tempo ratio the slope of ``plan ≈ a + b · live`` (seconds).
 """
 
 from __future__ import annotations
@@ -34,8 +35,7 @@ def read_audio(path: str | Path) -> tuple[np.ndarray, int]:
         raise UserError("no such file", file=str(path))
     try:
         x, sr = soundfile.read(str(path), dtype="float64", always_2d=True)
-    except (RuntimeError, soundfile.LibsndfileError if hasattr(soundfile, "LibsndfileError")
-            else RuntimeError) as exc:
+    except (RuntimeError, TypeError) as exc:      # soundfile.LibsndfileError is a RuntimeError
         raise UserError(f"cannot read audio (expected WAV or FLAC): {exc}", file=str(path)) \
             from None
     if x.shape[0] == 0:
