@@ -171,7 +171,8 @@ class _ByteColumns:
         # padded so that every 8-byte load of a field (≤ MAX_FAST_FIELD_BYTES) stays inside
         self.raw = raw + b"\0" * (MAX_FAST_FIELD_BYTES + 16)
         self.buf = np.frombuffer(self.raw, dtype=np.uint8)
-        self.w8 = np.ndarray(shape=(len(raw),), dtype="<u8", buffer=self.raw, strides=(1,))
+        self.w8 = np.ndarray(shape=(len(self.raw) - 7,), dtype="<u8", buffer=self.raw,
+                             strides=(1,))
         self.index = index
         self.ncol = ncol
         self.n = len(starts) // ncol
@@ -192,11 +193,11 @@ class _ByteColumns:
             e = self.ends[k::self.ncol].copy()
             for _ in range(64 if self.blanks else 0):   # a few passes; blanks are rare
                 lead = (s < e) & _SPACE[self.buf[s]]
+                s = s + lead
                 trail = (e > s) & _SPACE[self.buf[e - 1]]
+                e = e - trail
                 if not (lead.any() or trail.any()):
                     break
-                s = s + lead
-                e = e - trail
             self._cache[key] = (s, e)
         return self._cache[key]
 
