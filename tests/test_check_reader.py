@@ -1,4 +1,5 @@
-"""The byte-level shot reader against Python's csv module on generated logs (hypothesis)."""
+"""Both shot readers (bytes for plain CSV, the csv module for quoted) against Python's csv
+module on generated logs (hypothesis)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,11 @@ def logs(draw):
         rows.append([pad + row[k] + draw(blank) if k not in ("archer", "pair") else row[k]
                      for k in order])
     eol = "\r\n" if crlf else "\n"
-    text = eol.join(",".join(r) for r in [list(order)] + rows) + draw(st.sampled_from(["", eol]))
-    return text
+    if draw(st.booleans()):          # quoted: the csv-module path
+        buf = io.StringIO()
+        csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator=eol).writerows([list(order)] + rows)
+        return buf.getvalue()
+    return eol.join(",".join(r) for r in [list(order)] + rows) + draw(st.sampled_from(["", eol]))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
