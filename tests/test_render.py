@@ -98,7 +98,8 @@ def test_stems_are_aligned_and_add_up_to_the_mix(lishou, default_timeline):
         y, _ = sf.read(d / "stems" / f"{name}.wav")
         assert y.shape == mix.shape, name
         total += y
-    assert np.abs(total - mix).max() < 1e-4
+    # each file is rounded to 16 bits (half a step, 1/65534, at most) independently
+    assert np.abs(total - mix).max() <= (len(names) + 1) * 0.5 / 32767 + 1e-6
 
 
 def test_chapters_sidecars(lishou, default_timeline):

@@ -35,7 +35,7 @@ LIMITER_MARGIN_DB = 0.4        # the limiter aims this far under the ceiling
 LIMITER_WINDOW_S = 0.004       # gain falls over 2 windows before a peak and recovers after
 LOUDNESS_TOLERANCE_LU = 0.1    # re-run the gain pass if the limiter moved loudness more
 BLOCK = 1 << 16                # samples a block
-FORMATS = {".wav": ("WAV", "PCM_24"), ".flac": ("FLAC", "PCM_24")}
+FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16")}   # 16-bit, rounded
 
 
 @dataclass(frozen=True)
@@ -172,34 +172,45 @@ def _length(key, inst, sr: int, place: space.Placement) -> int:
 # block rendering
 
 
+RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more are made
+
+
 def blocks(p: Plan, block: int, stems: bool = False):
-    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block."""
+    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block.
+
+    The mix arrays are reused after :data:`RING` blocks (no fresh pages per block); a consumer
+    must be done with a block before it asks for the RING-th next one.
+    """
     nev = len(p.starts)
     nxt = 0
     active: list = []
-    for b0 in range(0, p.total, block):
+    ring = [np.zeros((block, 2), dtype=np.float32) for _ in range(RING)]
+    scratch = np.empty((block, 2), dtype=np.float32)
+    for k, b0 in enumerate(range(0, p.total, block)):
         b1 = min(p.total, b0 + block)
         while nxt < nev and p.starts[nxt] < b1:
             active.append(nxt)
             nxt += 1
-        mix = np.zeros((b1 - b0, 2), dtype=np.float32)
+        mix = ring[k % RING][:b1 - b0]
+        mix.fill(0.0)
         parts = {} if stems else None
         keep = []
         for e in active:
             s, t = int(p.starts[e]), int(p.ends[e])
             if t <= b0:
                 continue
-            keep.append(e)
+            if t > b1:
+                keep.append(e)
             a, z = max(s, b0), min(t, b1)
-            wave = p.cache.get(p.keys[e])
-            seg = wave[a - s:z - s] * p.gains[e]
+            seg = scratch[:z - a]
+            np.multiply(p.cache.get(p.keys[e])[a - s:z - s], p.gains[e], out=seg)
             if stems:
                 i = int(p.inst[e])
                 if i not in parts:
-                    parts[i] = np.zeros_like(mix)
+                    parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
                 parts[i][a - b0:z - b0] += seg
             mix[a - b0:z - b0] += seg
-        active = [e for e in keep if p.ends[e] > b1]
+        active = keep
         yield b0, mix, parts
 
 
@@ -233,6 +244,14 @@ def limiter_gain(x: np.ndarray, ceiling: float, window: int, lead: int) -> np.nd
                                       mode="nearest")
     g = np.minimum(smooth, 1.0)[lead:len(x) - lead]
     return g if float(g.min()) < 1.0 else None
+
+
+def to_pcm16(x: np.ndarray) -> np.ndarray:
+    """Float samples (±1 full scale) as 16-bit integers, rounded to nearest (deterministic)."""
+    y = x * np.float32(32767.0)
+    np.rint(y, out=y)
+    np.clip(y, -32768, 32767, out=y)
+    return y.astype(np.int16)
 
 
 def _stem_path(stems_dir: Path, name: str, suffix: str) -> Path:
@@ -279,6 +298,7 @@ class _Measured:
     hops: np.ndarray                   # K-weighted mean square per 100 ms hop
     states: list                       # K-filter state at the start of each block
     peaks: list                        # sample peak of each block
+    true_peaks: list                   # true-peak bound of each block (TruePeakMeter.feed)
 
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
@@ -299,10 +319,12 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
 
     # pass 1: mix, measure, spool (an unlinked file: nothing is left behind, however we stop)
     meter = loudness.LoudnessMeter(sr)
-    m = _Measured(np.zeros(0), [], [])
+    m = _Measured(np.zeros(0), [], [], [])
+    tpm = loudness.TruePeakMeter()
     def measure(mix):
         m.states.append(meter.zi.copy())
         meter.feed(mix)
+        m.true_peaks.append(tpm.feed(mix))
         spool.write(mix.tobytes())
 
     with tempfile.TemporaryFile(dir=out_path.parent) as spool:
@@ -346,7 +368,7 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
     hops = m.hops * gain ** 2
     per_block = block // hop
     nblocks = len(m.peaks)
-    tp = loudness.TruePeakMeter(floor=max(m.peaks, default=0.0) * gain * 0.999)
+    true_peak = 0.0
     limited = 0
     carry = None                       # K-filter state of the limited output, while it differs
     stem_files, stem_ctx = {}, []
@@ -359,16 +381,16 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
         return np.frombuffer(data, dtype=np.float32).reshape(n, 2) * np.float32(gain)
 
     def write(y, parts, g):
-        out.write(y)
+        out.write(to_pcm16(y))
         for i, f in stem_files.items():
             part = None if parts is None else parts.get(i)
             if part is None:
-                f.write(np.zeros_like(y))
+                f.write(np.zeros(y.shape, dtype=np.int16))
                 continue
             part *= np.float32(gain)
             if g is not None:
                 part *= g[:, None]
-            f.write(part)
+            f.write(to_pcm16(part))
 
     with atomic.atomic_path(out_path) as tmp, \
             sf.SoundFile(tmp, "w", sr, 2, subtype=subtype, format=fmt) as out, _Pipe() as pipe:
@@ -402,13 +424,14 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                     carry = zi if g is not None else None
                 if g is not None:
                     limited += int(np.count_nonzero(g < 0.999))
+                    true_peak = max(true_peak, float(loudness.true_peak_envelope(y).max()))
+                else:                          # unchanged by the limiter: scale pass 1's figure
+                    true_peak = max(true_peak, m.true_peaks[k] * gain)
                 parts = next(stem_blocks)[2] if stem_blocks is not None else None
                 pipe.submit(write, y, parts, g)
-                tp.feed(y)
                 if progress:
                     progress((k + 1) / nblocks)
             pipe.drain()
-            tp.flush()
             for f in stem_files.values():
                 f.close()
             for ctx in stem_ctx:
@@ -423,7 +446,8 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                 except BaseException:
                     pass
             raise
-    return Report(str(out_path), p.total / sr, 0, loudness.gated_loudness(hops), tp.dbtp(),
+    tp_db = 20 * math.log10(true_peak) if true_peak > 0 else float("-inf")
+    return Report(str(out_path), p.total / sr, 0, loudness.gated_loudness(hops), tp_db,
                   20 * math.log10(gain), limited / sr, 0,
                   [str(_stem_path(stems_dir, n, out_path.suffix)) for n in p.names]
                   if stems_dir is not None else [])
