@@ -26,7 +26,8 @@ DEFAULT_TOLERANCE_S = shiho.Settings().tolerance_s
 
 def add_arguments(p) -> None:
     p.add_argument("cues", metavar="CUES",
-                   help="cue sheet (.toml), or a timeline saved by 'yuexuan compile --timeline' (.json)")
+                   help="cue sheet (.toml), or a timeline saved by "
+                        "'yuexuan compile --timeline' (.json)")
     p.add_argument("shots", metavar="SHOTS",
                    help="shot log: UTF-8 CSV with a header row, or JSON lines")
     p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_S, metavar="SECONDS",
