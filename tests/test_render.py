@@ -137,6 +137,15 @@ def _tone_timeline(instrument: str, hz: float) -> Timeline:
     return Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), notes, (), {})
 
 
+def test_flac_render_is_deterministic(tmp_path):
+    a, b = tmp_path / "a.flac", tmp_path / "b" / "a.flac"
+    for out in (a, b):
+        render.render(_tone_timeline("颂磬", 460.0), out)
+    assert _sha(a) == _sha(b)
+    x, sr = sf.read(a)
+    assert sr == SR and np.abs(x).max() > 0.1
+
+
 @pytest.mark.parametrize("seat,louder", [("宾", 0), ("中庭", 1)])
 def test_listener_seat_sets_the_side(tmp_path, seat, louder):
     """The east 县's 笙钟 is on the left of the 宾 (facing south) and on the right at 中庭 (facing

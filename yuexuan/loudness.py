@@ -203,7 +203,7 @@ class TruePeakMeter:
     ``exact=True``.
     """
 
-    CHUNK = 4096
+    CHUNK = 2048
 
     def __init__(self, channels: int = 2, floor: float = 0.0, exact: bool = False):
         self._factor = _BOUND if exact else 10 ** (TP_SEARCH_DB / 20)

@@ -298,7 +298,6 @@ class _Measured:
     hops: np.ndarray                   # K-weighted mean square per 100 ms hop
     states: list                       # K-filter state at the start of each block
     peaks: list                        # sample peak of each block
-    true_peaks: list                   # true-peak bound of each block (TruePeakMeter.feed)
 
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
@@ -319,12 +318,10 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
 
     # pass 1: mix, measure, spool (an unlinked file: nothing is left behind, however we stop)
     meter = loudness.LoudnessMeter(sr)
-    m = _Measured(np.zeros(0), [], [], [])
-    tpm = loudness.TruePeakMeter()
+    m = _Measured(np.zeros(0), [], [])
     def measure(mix):
         m.states.append(meter.zi.copy())
         meter.feed(mix)
-        m.true_peaks.append(tpm.feed(mix))
         spool.write(mix.tobytes())
 
     with tempfile.TemporaryFile(dir=out_path.parent) as spool:
@@ -368,7 +365,9 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
     hops = m.hops * gain ** 2
     per_block = block // hop
     nblocks = len(m.peaks)
-    true_peak = 0.0
+    # the sample peak (or, if limiting will happen, the ceiling) bounds the true peak from below:
+    # only chunks within TP_SEARCH_DB of it are oversampled
+    tp = loudness.TruePeakMeter(floor=min(max(m.peaks, default=0.0) * gain * 0.999, ceiling))
     limited = 0
     carry = None                       # K-filter state of the limited output, while it differs
     stem_files, stem_ctx = {}, []
@@ -424,14 +423,13 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                     carry = zi if g is not None else None
                 if g is not None:
                     limited += int(np.count_nonzero(g < 0.999))
-                    true_peak = max(true_peak, float(loudness.true_peak_envelope(y).max()))
-                else:                          # unchanged by the limiter: scale pass 1's figure
-                    true_peak = max(true_peak, m.true_peaks[k] * gain)
+                tp.feed(y)
                 parts = next(stem_blocks)[2] if stem_blocks is not None else None
                 pipe.submit(write, y, parts, g)
                 if progress:
                     progress((k + 1) / nblocks)
             pipe.drain()
+            tp.flush()
             for f in stem_files.values():
                 f.close()
             for ctx in stem_ctx:
@@ -446,8 +444,7 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                 except BaseException:
                     pass
             raise
-    tp_db = 20 * math.log10(true_peak) if true_peak > 0 else float("-inf")
-    return Report(str(out_path), p.total / sr, 0, loudness.gated_loudness(hops), tp_db,
+    return Report(str(out_path), p.total / sr, 0, loudness.gated_loudness(hops), tp.dbtp(),
                   20 * math.log10(gain), limited / sr, 0,
                   [str(_stem_path(stems_dir, n, out_path.suffix)) for n in p.names]
                   if stems_dir is not None else [])
