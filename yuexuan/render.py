@@ -175,8 +175,9 @@ def _length(key, inst, sr: int, place: space.Placement) -> int:
 RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more are made
 
 
-def blocks(p: Plan, block: int, stems: bool = False):
-    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block.
+def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
+    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block
+    (with ``mix_too`` False the mix is left silent: for a caller that has it already).
 
     The mix arrays are reused after :data:`RING` blocks (no fresh pages per block); a consumer
     must be done with a block before it asks for the RING-th next one.
@@ -209,7 +210,8 @@ def blocks(p: Plan, block: int, stems: bool = False):
                 if i not in parts:
                     parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
                 parts[i][a - b0:z - b0] += seg
-            mix[a - b0:z - b0] += seg
+            if mix_too:
+                mix[a - b0:z - b0] += seg
         active = keep
         yield b0, mix, parts
 
@@ -401,7 +403,7 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                     stem_files[i] = sf.SoundFile(ctx.__enter__(), "w", sr, 2, subtype=subtype,
                                                  format=fmt)
                     stem_ctx.append(ctx)
-            stem_blocks = blocks(p, block, stems=True) if stem_files else None
+            stem_blocks = blocks(p, block, stems=True, mix_too=False) if stem_files else None
             nxt = read_block(0) if nblocks else np.zeros((0, 2), np.float32)
             prev_tail = np.zeros((lead, 2), np.float32)
             for k in range(nblocks):
