@@ -259,3 +259,25 @@ def test_no_traceback_from_the_real_command(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
     assert "binary file" in r.stderr
+
+
+def test_gong_exempt_variant_from_the_cue_sheet(tmp_path):
+    """The cue sheet's [variants] gong_exempt = "strict" holds the 公 to the drum (O20)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "cues" / "dashe.toml").read_text(encoding="utf-8")
+    strict = tmp_path / "strict.toml"
+    strict.write_text(text.replace('gong_exempt = "郑玄"', 'gong_exempt = "strict"'), encoding="utf-8")
+    shots = root / "tests" / "data" / "shots_example.csv"
+    out = {}
+    for name, sheet in (("default", root / "cues" / "dashe.toml"), ("strict", strict)):
+        r = subprocess.run([sys.executable, "-m", "yuexuan", "check", str(sheet), str(shots), "--format", "json"],
+                           capture_output=True, text=True, cwd=root, timeout=120)
+        assert r.returncode == 0, r.stderr
+        out[name] = json.loads(r.stdout)
+    gong_off = [s for s in out["default"]["shots"] if s["archer"] == "公" and s["round"] == 3 and not s["on_beat"]]
+    assert gong_off and all(s["released"] for s in gong_off)
+    strict_off = [s for s in out["strict"]["shots"] if s["archer"] == "公" and s["round"] == 3 and not s["on_beat"]]
+    assert strict_off and not any(s["released"] for s in strict_off)

@@ -47,7 +47,8 @@ def add_arguments(p) -> None:
     p.add_argument("--cue", default=None, metavar="ID",
                    help="the 射节 cue whose beats count (default: every cue of kind shejie)")
     p.add_argument("--strict-gong", action="store_true",
-                   help="hold the 公 to the drum in round 3 too (default: exempt, 「不以乐志」)")
+                   help="hold the 公 to the drum in round 3 too (default: the cue sheet's gong_exempt "
+                        "variant, which is exempt, 「不以乐志」, unless set to strict)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write to FILE (atomically) instead of standard output")
 
@@ -114,7 +115,9 @@ def run(args) -> int:
         raise UserError("round-3 shots need 射节 beats, but the timeline has none"
                         + (f" for cue {args.cue!r}" if args.cue else " (no cue of kind shejie)"),
                         file=args.cues)
-    settings = shiho.Settings(tolerance_s=tolerance, gong_exempt=not args.strict_gong)
+    # the cue sheet's gong_exempt variant (O20) decides unless --strict-gong overrides it
+    sheet_exempt = timeline.ceremony.variants.get("gong_exempt", "郑玄") != "strict"
+    settings = shiho.Settings(tolerance_s=tolerance, gong_exempt=sheet_exempt and not args.strict_gong)
     verdict = shiho.evaluate(shots.round, shots.rank, shots.role, shots.target, shots.result,
                              shots.pair, shots.time, beats, offset, settings)
     meta = {"cues": str(args.cues), "shots": str(args.shots), "shejie_cues": cue_ids,
