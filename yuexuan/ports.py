@@ -10,6 +10,7 @@ import contextlib
 import os
 import sys
 import threading
+import time
 
 import rtmidi
 
@@ -17,6 +18,7 @@ from yuexuan.errors import UserError
 
 APIS = {"alsa": rtmidi.API_LINUX_ALSA, "jack": rtmidi.API_UNIX_JACK}
 CLIENT = "yuexuan"
+SETTLE_S = 0.25         # after connecting, before the first message (s)
 
 
 def api_id(api: str) -> int:
@@ -105,7 +107,10 @@ class Output:
             self._open(i, names[i])
 
     def _open(self, index: int, name: str) -> None:
+        """Connect to destination ``index``; JACK and ALSA connect asynchronously, so wait
+        ``SETTLE_S`` before anything is sent (or the tuning would go nowhere)."""
         self._out.open_port(index, "out")
+        time.sleep(SETTLE_S)
         self.port_name = name
         self.connected = True
 
@@ -129,13 +134,13 @@ class Output:
                 self.connected = False
                 self._out.close_port()
                 return "lost"
-            if not self.connected and present:
-                mine = self._out.get_ports()
-                if present[0] not in mine:
-                    return None
-                self._open(mine.index(present[0]), present[0])
-                return "back"
-        return None
+            if self.connected or not present:
+                return None
+        mine = self._out.get_ports()         # not connected: send() leaves _out alone
+        if present[0] not in mine:
+            return None
+        self._open(mine.index(present[0]), present[0])
+        return "back"
 
     def close(self) -> None:
         with self._lock:
@@ -147,7 +152,13 @@ class Output:
 
 
 class Input:
-    """An incoming MIDI port (foot switch, show controller) delivering messages to a callback."""
+    """An incoming MIDI port (foot switch, show controller) delivering messages to a callback.
+
+    rtmidi's queue is polled from a thread every ``POLL_S`` rather than using rtmidi's callback
+    mode, which garbles bursts of JACK MIDI events.
+    """
+
+    POLL_S = 0.001
 
     def __init__(self, api: str, fragment: str, callback):
         self._in = _client("in", api, CLIENT + "-control")
@@ -160,10 +171,22 @@ class Input:
                             key="--control")
         self.port_name = names[i]
         self._in.ignore_types(sysex=False, timing=True, active_sense=True)
-        self._in.set_callback(lambda event, _data: callback(event[0]))
         self._in.open_port(i, "in")
+        self._callback = callback
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True, name="yuexuan-midi-in")
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            msg = self._in.get_message()
+            if msg is None:
+                time.sleep(self.POLL_S)
+            else:
+                self._callback(msg[0])
 
     def close(self) -> None:
-        self._in.cancel_callback()
+        self._stop.set()
+        self._thread.join(1.0)
         self._in.close_port()
         self._in.delete()

@@ -1,0 +1,300 @@
+"""``yuexuan play`` over JACK (dummy backend, 64-frame periods), heard by a separate process.
+
+The recorder (tests/jack_support.py) stamps each arriving message with the monotonic clock,
+which both processes share; ``yuexuan play --report`` says which monotonic instant it mapped
+timeline 0 to. Expected notes come from the compiled Timeline itself.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import mido
+import numpy as np
+import pytest
+import rtmidi
+
+from jack_support import Recorder, jack_server
+from yuexuan import sync
+from yuexuan.compiler import compile_file
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHE = ROOT / "cues" / "dashe.toml"
+FROM_S, UNTIL_S = 40.0, 55.0          # a 15 s slice of the 224 s 貍首 cue
+
+
+@pytest.fixture(scope="module")
+def jack():
+    with jack_server() as env:
+        yield env
+
+
+@pytest.fixture(scope="module")
+def lishou():
+    return compile_file(DASHE, ["lishou"])
+
+
+class Play:
+    """``yuexuan play`` in a subprocess, its stdout lines readable with a timeout."""
+
+    def __init__(self, env, *args, report: Path):
+        self.report = report
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api", "jack",
+             "--report", str(report), *args],
+            env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue = queue.Queue()
+        self.seen: list = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def expect(self, pattern: str, timeout: float = 10.0) -> str:
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no line matching {pattern!r}; saw {self.seen}")
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            if re.search(pattern, line):
+                return line
+
+    def say(self, word: str) -> float:
+        self.proc.stdin.write(word + "\n")
+        self.proc.stdin.flush()
+        return time.monotonic()
+
+    def finish(self, timeout: float = 30.0) -> tuple[int, str, dict]:
+        rc = self.proc.wait(timeout)
+        err = self.proc.stderr.read()
+        return rc, err, json.loads(self.report.read_text())
+
+
+def _msgs(rows):
+    return [(t, mido.Message.from_bytes(d)) for t, d in rows]
+
+
+def _note_ons(msgs):
+    return [(t, m) for t, m in msgs if m.type == "note_on" and m.velocity > 0]
+
+
+def _assert_nothing_left_sounding(msgs):
+    """Every note-on closed by a note-off, and CC 123 on every channel used, after the last on."""
+    open_ = Counter()
+    for _, m in msgs:
+        if m.type == "note_on" and m.velocity > 0:
+            open_[(m.channel, m.note)] += 1
+        elif m.type in ("note_on", "note_off") and open_[(m.channel, m.note)] > 0:
+            open_[(m.channel, m.note)] -= 1
+    assert not +open_, f"left sounding: {dict(+open_)}"
+    ons = _note_ons(msgs)
+    last_on = max(t for t, _ in ons)
+    cc123 = {m.channel for t, m in msgs
+             if m.type == "control_change" and m.control == 123 and t >= last_on}
+    assert {m.channel for _, m in ons} <= cc123
+
+
+def _errors_ms(notes, ons, anchor):
+    """Arrival − due (ms) per expected note, pairing by key and velocity in time order."""
+    want, got = {}, {}
+    for n in notes:
+        want.setdefault((n.midi, n.velocity), []).append(anchor + n.time)
+    for t, m in ons:
+        got.setdefault((m.note, m.velocity), []).append(t)
+    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in want.items()}
+    return np.concatenate([np.sort(got[k]) - np.sort(want[k]) for k in want]) * 1e3
+
+
+def test_lishou_slice_arrives_complete_within_3ms_p95(jack, lishou, tmp_path):
+    rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
+    try:
+        play = Play(jack, "--port", "rec", "--cues", "lishou", "--from", str(FROM_S),
+                    "--until", str(UNTIL_S), "--auto", report=tmp_path / "r.json")
+        rc, err, report = play.finish(60)
+    finally:
+        msgs = _msgs(rec.stop())
+    assert rc == 0, err
+    (anchor_row,) = report["anchors"]
+    anchor = anchor_row["anchor_monotonic"]
+    expected = [n for n in lishou.notes if FROM_S <= n.time < UNTIL_S]
+    assert len(expected) > 100
+    ons = _note_ons(msgs)
+    err_ms = _errors_ms(expected, ons, anchor)
+    p95 = np.percentile(np.abs(err_ms), 95)
+    print(f"lishou {FROM_S}-{UNTIL_S} s over JACK/64 ({jack['YUEXUAN_TEST_JACK_MODE']}): "
+          f"{len(err_ms)} notes, arrival error "
+          f"p50 {np.percentile(err_ms, 50):.3f} ms, p95 {p95:.3f} ms, max {err_ms.max():.3f} ms")
+    assert p95 <= 3.0
+    first_on = ons[0][0]
+    tuning = [t for t, m in msgs if m.type == "sysex" and list(m.data[:4]) == [0x7F, 0x7F, 8, 2]]
+    assert tuning and max(tuning) < first_on           # MTS tuning before the first note
+    _assert_nothing_left_sounding(msgs)
+
+
+def test_sigint_mid_cue_leaves_nothing_sounding(jack, tmp_path):
+    rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
+    try:
+        play = Play(jack, "--port", "rec", "--cues", "lishou", "--from", "40", "--auto",
+                    report=tmp_path / "r.json")
+        play.expect(r"^playing lishou")
+        time.sleep(1.5)
+        sent = time.monotonic()
+        play.proc.send_signal(signal.SIGINT)
+        rc, err, report = play.finish(15)
+    finally:
+        msgs = _msgs(rec.stop())
+    assert rc == 130 and "interrupted; all notes off" in err
+    assert not [m for t, m in msgs if m.type == "note_on" and m.velocity and t > sent + 0.05]
+    assert len(_note_ons(msgs)) > 10
+    _assert_nothing_left_sounding(msgs)
+
+
+def test_operator_go_soft_stop_go_panic(jack, tmp_path):
+    tl = compile_file(DASHE, ["sixia_bin", "sixia_gong"])
+    first, second = tl.cues
+    rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
+    try:
+        play = Play(jack, "--port", "rec", "--cues", "sixia_bin,sixia_gong",
+                    report=tmp_path / "r.json")
+        play.expect(r"^waiting")
+        play.say("go")
+        play.expect(r"^playing sixia_bin")
+        time.sleep(1.0)
+        stop_said = play.say("stop")
+        play.expect(r"^waiting", 10)
+        play.say("go")
+        play.expect(r"^playing sixia_gong")
+        time.sleep(1.0)
+        panic_said = play.say("panic")
+        rc, err, report = play.finish(15)
+    finally:
+        msgs = _msgs(rec.stop())
+    assert rc == 0, err
+    a1, a2 = (r["anchor_monotonic"] for r in report["anchors"])
+    assert [r["cues"] for r in report["anchors"]] == [["sixia_bin"], ["sixia_gong"]]
+    # soft stop: the first cue ends at the first phrase start after the stop, every note before
+    # it arrives, none after it
+    boundary = min(p for p in first.phrases if p > stop_said - a1)
+    go2 = a2 + second.start                                    # when the second cue began
+    ons1 = [(t, m) for t, m in _note_ons(msgs) if t < go2 - 0.001]
+    err = _errors_ms([n for n in tl.notes if n.cue == first.id and n.time < boundary], ons1, a1)
+    assert np.percentile(np.abs(err), 95) <= 3.0
+    last_release = max(t for t, m in msgs if m.type == "note_off" and t < go2 - 0.001)
+    assert last_release - a1 <= boundary + 0.003
+    # GO: the second cue's notes at their times from its GO; panic silences it at once
+    ons2 = [(t, m) for t, m in _note_ons(msgs) if t >= go2 - 0.001]
+    expected2 = [n for n in tl.notes if n.cue == second.id and a2 + n.time < panic_said]
+    assert ons2 and len(ons2) >= len(expected2) - 2
+    assert not [t for t, _ in ons2 if t > panic_said + 0.05]
+    _assert_nothing_left_sounding(msgs)
+
+
+def test_foot_switch_go_msc_stop_and_sync_out(jack, tmp_path, monkeypatch):
+    tl = compile_file(DASHE, ["sixia_bin", "sixia_gong"])
+    monkeypatch.setenv("JACK_DEFAULT_SERVER", jack["JACK_DEFAULT_SERVER"])
+    monkeypatch.setenv("JACK_NO_START_SERVER", "1")
+    pedal = rtmidi.MidiOut(rtmidi.API_UNIX_JACK, name="pedal")
+    pedal.open_virtual_port("out")
+    rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
+    try:
+        play = Play(jack, "--port", "rec", "--cues", "sixia_bin,sixia_gong", "--control",
+                    "pedal", "--msc", "1", "--clock", "--bpm", "90", "--mtc",
+                    report=tmp_path / "r.json")
+        play.expect(r"^waiting")
+        pedal.send_message([0xB0, 64, 127])                        # sustain pedal down: GO
+        play.expect(r"^playing sixia_bin")
+        time.sleep(1.5)
+        pedal.send_message(sync.msc_message("stop", 1).bytes())    # MSC STOP: soft stop
+        play.expect(r"MIDI stop: soft stop", 5)
+        play.expect(r"^waiting", 10)
+        time.sleep(0.3)
+        play.proc.send_signal(signal.SIGTERM)
+        rc, err, report = play.finish(15)
+    finally:
+        msgs = _msgs(rec.stop())
+        pedal.close_port()
+        pedal.delete()
+    assert rc == 130, err
+    anchor = report["anchors"][0]["anchor_monotonic"]
+    show0 = anchor + tl.cues[0].start                     # the show clock starts at the GO
+    msc = [(t, sync.parse_msc(m, 1)) for t, m in msgs if m.type == "sysex" and
+           sync.parse_msc(m, 1)]
+    assert [c for _, c in msc] == [("go", "1")] and abs(msc[0][0] - show0) < 0.003
+    # MIDI clock: start, then 24 pulses a beat at 90 BPM, stop at the end
+    kinds = [m.type for _, m in msgs if m.type in ("start", "stop", "clock")]
+    assert kinds[0] == "start" and kinds[-1] == "stop"
+    pulses = np.array([t for t, m in msgs if m.type == "clock"])
+    k = np.arange(len(pulses))
+    late = pulses - (show0 + k * 60 / 90 / 24)        # each pulse against its own deadline
+    assert len(pulses) > 50 and np.all(late > -0.0005) and np.percentile(late, 95) < 0.003
+    # MTC: every complete quarter-frame cycle decodes to the show time it was sent at
+    qf = [(t, m.frame_type, m.frame_value) for t, m in msgs if m.type == "quarter_frame"]
+    cycles = [qf[i:i + 8] for i in range(len(qf) - 7) if qf[i][1] == 0]
+    cycles = [c for c in cycles if [p for _, p, _ in c] == list(range(8))]
+    assert len(cycles) > 20
+    off = []
+    for c in cycles:
+        v = [val for _, _, val in c]
+        seconds = (v[6] | (v[7] & 1) << 4) * 3600 + (v[4] | v[5] << 4) * 60 + (
+            v[2] | v[3] << 4) + (v[0] | v[1] << 4) / 25
+        assert v[7] >> 1 == 1                               # 25 fps
+        off.append(c[0][0] - show0 - seconds)
+    off = np.abs(off)
+    assert np.percentile(off, 95) < 0.003 and off.max() < 0.020   # a frame is 40 ms
+    _assert_nothing_left_sounding(msgs)
+
+
+def test_port_lost_and_back(jack, tmp_path):
+    rec = Recorder(jack, "rec", tmp_path / "a.jsonl")
+    second = None
+    try:
+        play = Play(jack, "--port", "rec", "--cues", "lishou", "--from", "40", "--until", "50",
+                    "--auto", report=tmp_path / "r.json")
+        play.expect(r"^playing lishou")
+        time.sleep(1.5)
+        first = _msgs(rec.stop())
+        play.expect(r"has gone", 5)
+        second = Recorder(jack, "rec", tmp_path / "b.jsonl")
+        play.expect(r"is back", 5)
+        rc, err, report = play.finish(30)
+    finally:
+        later = _msgs(second.stop()) if second else []
+        rec.kill()
+    assert rc == 0, err
+    assert report["dropped"] > 0 and "dropped while the port was gone" in err
+    assert _note_ons(first) and _note_ons(later)
+    assert later[0][1].type == "sysex"                   # tuning re-sent before anything else
+    _assert_nothing_left_sounding(later)
+
+
+def test_list_ports_and_missing_port(jack, tmp_path):
+    rec = Recorder(jack, "recorder-x", tmp_path / "x.jsonl")
+    try:
+        listing = subprocess.run([sys.executable, "-m", "yuexuan", "play", "--list-ports",
+                                  "--api", "jack"], env=jack, cwd=ROOT, capture_output=True,
+                                 text=True, timeout=30)
+        missing = subprocess.run([sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api",
+                                  "jack", "--port", "nosuch", "--auto"], env=jack, cwd=ROOT,
+                                 capture_output=True, text=True, timeout=30)
+    finally:
+        rec.stop()
+    assert listing.returncode == 0 and "recorder-x:in" in listing.stdout
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        missing.stderr.strip()] and "no MIDI output port contains 'nosuch'" in missing.stderr
