@@ -230,3 +230,21 @@ def test_build_writes_the_ceremony_audio_with_chapters(tmp_path, cli, default_ti
         f.seek(int((cue.start + 30) * SR))
         seg = f.read(SR * 5)
     assert 20 * np.log10(np.sqrt((seg ** 2).mean())) > -40
+
+
+def test_limiter_holds_the_true_peak_when_one_gain_cannot(tmp_path):
+    """A soft held pipe with hard drum strokes: the gain that makes −16 LUFS would put the strokes
+    over −1 dBTP, so the limiter must act — and both targets still hold, measured independently."""
+    notes = [Note(0.2 + 2.0 * i, 2.0, "簜", "t", 69, 345.0, 12) for i in range(20)]
+    notes += [Note(5.0 + 15.0 * i, 0.3, "建鼓·东", "t", 41, None, 127) for i in range(2)]
+    notes.sort(key=lambda n: (n.time, n.instrument))
+    cue = Cue("t", "test", "奏", 0.0, 41.0, ("簜", "建鼓·东"), False, "「test」")
+    tl = Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), tuple(notes), (), {})
+    out = tmp_path / "limited.wav"
+    rep = render.render(tl, out)
+    assert rep.limited_s > 0
+    x, sr = sf.read(out)
+    over = sps.resample_poly(x, 4, 1, axis=0)
+    assert 20 * np.log10(max(np.abs(over).max(), np.abs(x).max())) <= -1.0
+    assert pyloudnorm.Meter(sr).integrated_loudness(x) == pytest.approx(-16.0, abs=0.3)
+    assert rep.true_peak_dbtp <= -1.0 and rep.loudness_lufs == pytest.approx(-16.0, abs=0.1)
