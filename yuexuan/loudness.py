@@ -126,7 +126,7 @@ class LoudnessMeter:
         self.sample_rate = sample_rate
         self.channels = channels
         self.sos = k_weighting_sos(sample_rate)
-        self.zi = np.zeros((self.sos.shape[0], channels, 2))
+        self.zi = np.zeros((self.sos.shape[0], 2, channels))     # scipy: (sections, 2, channels)
         self.hop = hop_samples(sample_rate)
         self._rest = np.zeros((0, channels), dtype=np.float32)
         self._hops: list = []

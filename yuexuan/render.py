@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 from scipy import ndimage
+from scipy.linalg import blas
 
 from yuexuan import atomic, instruments as instruments_mod, loudness, space, synth
 from yuexuan.errors import UserError
@@ -186,7 +187,6 @@ def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
     nxt = 0
     active: list = []
     ring = [np.zeros((block, 2), dtype=np.float32) for _ in range(RING)]
-    scratch = np.empty((block, 2), dtype=np.float32)
     for k, b0 in enumerate(range(0, p.total, block)):
         b1 = min(p.total, b0 + block)
         while nxt < nev and p.starts[nxt] < b1:
@@ -194,6 +194,7 @@ def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
             nxt += 1
         mix = ring[k % RING][:b1 - b0]
         mix.fill(0.0)
+        flat = mix.reshape(-1)
         parts = {} if stems else None
         keep = []
         for e in active:
@@ -203,15 +204,15 @@ def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
             if t > b1:
                 keep.append(e)
             a, z = max(s, b0), min(t, b1)
-            seg = scratch[:z - a]
-            np.multiply(p.cache.get(p.keys[e])[a - s:z - s], p.gains[e], out=seg)
+            src = p.cache.get(p.keys[e]).reshape(-1)[2 * (a - s):2 * (z - s)]
+            g = float(p.gains[e])
             if stems:
                 i = int(p.inst[e])
                 if i not in parts:
                     parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
-                parts[i][a - b0:z - b0] += seg
+                blas.saxpy(src, parts[i].reshape(-1)[2 * (a - b0):2 * (z - b0)], a=g)
             if mix_too:
-                mix[a - b0:z - b0] += seg
+                blas.saxpy(src, flat[2 * (a - b0):2 * (z - b0)], a=g)     # in place: y += g·x
         active = keep
         yield b0, mix, parts
 
@@ -319,22 +320,29 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
     out_path.parent.mkdir(parents=True, exist_ok=True)
 
     # pass 1: mix, measure, spool (an unlinked file: nothing is left behind, however we stop)
-    meter = loudness.LoudnessMeter(sr)
+    # one K-weighting meter per channel, each on its own worker thread (BS.1770 adds the
+    # channels' mean squares, so per-channel hop energies simply add)
+    meters = [loudness.LoudnessMeter(sr, channels=1) for _ in range(2)]
+    states: list = [[], []]
     m = _Measured(np.zeros(0), [], [])
-    def measure(mix):
-        m.states.append(meter.zi.copy())
-        meter.feed(mix)
-        spool.write(mix.tobytes())
+
+    def measure(c, mix, spool=None):
+        states[c].append(meters[c].zi.copy())
+        meters[c].feed(mix[:, c:c + 1])
+        if spool is not None:
+            spool.write(mix.tobytes())
 
     with tempfile.TemporaryFile(dir=out_path.parent) as spool:
-        with _Pipe() as pipe:
+        with _Pipe() as left, _Pipe() as right:
             for k, (_, mix, _) in enumerate(blocks(p, block)):
                 m.peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
-                pipe.submit(measure, mix)
+                left.submit(measure, 0, mix)
+                right.submit(measure, 1, mix, spool)
                 if progress:
                     progress((k + 1) / nblocks / 2, "mix")
-        m.hops = meter.hops
-        l0 = meter.integrated()
+        m.hops = meters[0].hops + meters[1].hops
+        m.states = [np.concatenate(z, axis=2) for z in zip(*states)]
+        l0 = loudness.gated_loudness(m.hops)
         gain = 10 ** ((options.target_lufs - l0) / 20) if math.isfinite(l0) else 1.0
         passes = 0
         while True:
