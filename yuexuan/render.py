@@ -332,6 +332,7 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
         if spool is not None:
             spool.write(mix.tobytes())
 
+    p.cache.prefetch(p.keys)
     with tempfile.TemporaryFile(dir=out_path.parent) as spool:
         with _Pipe() as left, _Pipe() as right:
             for k, (_, mix, _) in enumerate(blocks(p, block)):
@@ -402,7 +403,8 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
             f.write(to_pcm16(part))
 
     with atomic.atomic_path(out_path) as tmp, \
-            sf.SoundFile(tmp, "w", sr, 2, subtype=subtype, format=fmt) as out, _Pipe() as pipe:
+            sf.SoundFile(tmp, "w", sr, 2, subtype=subtype, format=fmt) as out, _Pipe() as pipe, \
+            _Pipe() as peak_pipe:
         try:
             if stems_dir is not None:
                 stems_dir.mkdir(parents=True, exist_ok=True)
@@ -433,12 +435,13 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                     carry = zi if g is not None else None
                 if g is not None:
                     limited += int(np.count_nonzero(g < 0.999))
-                tp.feed(y)
                 parts = next(stem_blocks)[2] if stem_blocks is not None else None
                 pipe.submit(write, y, parts, g)
+                peak_pipe.submit(tp.feed, y)
                 if progress:
                     progress((k + 1) / nblocks)
             pipe.drain()
+            peak_pipe.drain()
             tp.flush()
             for f in stem_files.values():
                 f.close()

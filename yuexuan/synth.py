@@ -437,6 +437,19 @@ class NoteCache:
         self._bytes = 0
         self.hits = self.misses = 0
 
+    def prefetch(self, keys, workers: int = 2) -> None:
+        """Build the missing waveforms of ``keys`` (in that order) on ``workers`` threads, while
+        they fit in the byte limit. The result is the same as building them on demand."""
+        from concurrent.futures import ThreadPoolExecutor
+        todo = [k for k in dict.fromkeys(keys) if k not in self._data]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for key, arr in zip(todo, pool.map(self._make, todo)):
+                if self._bytes + arr.nbytes > self._max:
+                    break
+                self._data[key] = arr
+                self._bytes += arr.nbytes
+                self.misses += 1
+
     def get(self, key):
         arr = self._data.get(key)
         if arr is not None:
