@@ -9,7 +9,6 @@ from pathlib import Path
 
 from yuexuan import render
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline, selection
-from yuexuan.errors import UserError
 
 HELP = "render the rite to a stereo WAV/FLAC (−16 LUFS, ≤ −1 dBTP) with .vtt/.cue chapters and stems"
 LISTENERS = ("宾", "公", "中庭")
