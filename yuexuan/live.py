@@ -60,6 +60,7 @@ class ShowOptions:
     mtc_fps: int | None = None        # MTC frame rate, None = no MTC
     msc_device: int | None = None     # MSC device id for GO at each cue start, None = none
     lead_s: float = 0.25              # from the first command to the first message, s
+    rt_priority: int | None = None    # SCHED_FIFO priority for the scheduler thread, if allowed
 
 
 def _kind(msg: mido.Message) -> int:
@@ -174,7 +175,7 @@ class Show:
         self._send = send
         self._clock = clock
         self._lock = threading.RLock()
-        self._sched = Scheduler(self._dispatch, clock=clock)
+        self._sched = Scheduler(self._dispatch, clock=clock, rt_priority=options.rt_priority)
         self.stats = self._sched.stats
         self._gen = 0
         self._run: _Run | None = None
@@ -240,6 +241,11 @@ class Show:
     @property
     def error(self):
         return self._sched.error
+
+    @property
+    def realtime(self) -> bool:
+        """True when the scheduler thread got realtime (SCHED_FIFO) scheduling."""
+        return self._sched.realtime
 
     # -- commands --------------------------------------------------------------------------------
     def go(self) -> str:

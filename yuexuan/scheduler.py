@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import threading
 import time
 from array import array
@@ -71,6 +72,8 @@ def summarise(errors_s: np.ndarray) -> TimingSummary:
 class Scheduler:
     """Dispatch payloads at absolute monotonic deadlines on a dedicated thread.
 
+    With ``rt_priority`` the thread asks for SCHED_FIFO at that priority (Linux; silently
+    stays a normal thread where that is not permitted; see :attr:`realtime`).
     ``dispatch(payload) -> bool`` runs on the scheduler thread, outside the scheduler's lock
     (so it may call :meth:`add`); it returns True when it sent something, and only then is the
     timing error recorded. Payloads that become stale while queued must be recognised and
@@ -79,8 +82,11 @@ class Scheduler:
     """
 
     def __init__(self, dispatch: Callable[[Any], bool], spin_s: float = 0.0005,
-                 clock: Callable[[], float] = time.monotonic, name: str = "yuexuan-scheduler"):
+                 clock: Callable[[], float] = time.monotonic, name: str = "yuexuan-scheduler",
+                 rt_priority: int | None = None):
         self._dispatch = dispatch
+        self._rt_priority = rt_priority
+        self.realtime = False       # True once the thread runs SCHED_FIFO
         self._spin_s = spin_s
         self._clock = clock
         self._heap: list = []
@@ -172,7 +178,17 @@ class Scheduler:
         self._busy = True
         return heapq.heappop(self._heap)
 
+    def _become_realtime(self) -> None:
+        if self._rt_priority is None or not hasattr(os, "sched_setscheduler"):
+            return
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self._rt_priority))
+            self.realtime = True
+        except OSError:
+            pass
+
     def _run(self) -> None:
+        self._become_realtime()
         try:
             while True:
                 with self._cond:

@@ -19,6 +19,7 @@ HELP = "play the timeline live to a MIDI port: operator GO / soft stop / hold / 
 
 PORT_POLL_S = 0.5       # how often the output port is looked for (loss and return)
 SCREEN_S = 0.2          # status screen refresh period
+RT_PRIORITY = 5         # SCHED_FIFO priority of the scheduler thread: below JACK's (10+)
 
 
 def add_arguments(p) -> None:
@@ -54,6 +55,9 @@ def add_arguments(p) -> None:
                    help="incoming MIDI that means GO (default cc:64, a sustain pedal)")
     p.add_argument("--stop-midi", default="cc:67", metavar="note:N|cc:N",
                    help="incoming MIDI that means soft stop (default cc:67)")
+    p.add_argument("--no-realtime", action="store_true",
+                   help="keep the scheduler a normal thread (by default it asks for SCHED_FIFO "
+                        f"priority {RT_PRIORITY} and stays normal where that is not allowed)")
     p.add_argument("--report", metavar="FILE.json",
                    help="write the run's timing report and cue anchors as JSON")
 
@@ -166,7 +170,8 @@ def run(args) -> int:
     program = program_for(args)
     options = live.ShowOptions(auto=args.auto, from_s=args.from_s, until_s=args.until_s,
                                clock_bpm=args.bpm if args.clock else None,
-                               mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc)
+                               mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
+                               rt_priority=None if args.no_realtime else RT_PRIORITY)
     if args.clock:
         sync.clock_period_s(args.bpm)
     sys.setswitchinterval(0.0005)        # let the scheduler thread take the GIL promptly
@@ -223,7 +228,9 @@ def run(args) -> int:
             signal.signal(signal.SIGTERM, old_term)
     summary = show.stats.summary()
     print(summary.line() + (f"; {out.dropped} dropped while the port was gone"
-                            if out.dropped else ""), file=sys.stderr)
+                            if out.dropped else "")
+          + ("" if show.realtime else "; scheduler ran without realtime priority"),
+          file=sys.stderr)
     if args.report:
         atomic.write_text(args.report, json.dumps(_report(show, summary), ensure_ascii=False,
                                                   indent=1))
@@ -237,4 +244,4 @@ def _report(show, summary) -> dict:
     return {"timing_ms": {"count": summary.count, "p50": summary.p50_ms, "p95": summary.p95_ms,
                           "p99": summary.p99_ms, "max": summary.max_ms},
             "anchors": [{"cues": list(c), "anchor_monotonic": a} for c, a in show.anchors],
-            "sent": show.sent, "dropped": show.dropped}
+            "sent": show.sent, "dropped": show.dropped, "realtime": show.realtime}
