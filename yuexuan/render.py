@@ -238,7 +238,7 @@ def limiter_gain(x: np.ndarray, ceiling: float, window: int, lead: int) -> np.nd
         a = max(0, lo - ctx)
         env = loudness.true_peak_envelope(x[a:lo + chunk + ctx])[lo - a:lo - a + chunk]
         if float(env.max()) > ceiling:
-            need[lo:lo + len(env)] = np.minimum(1.0, ceiling / env)
+            need[lo:lo + len(env)] = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
             hot = True
     if not hot:
         return None
