@@ -22,6 +22,7 @@ BO_STEPS = 2.0            # a 鑮 stroke lasts two note steps
 CALL_DELAY_S = (1.5, 2.6)     # 获者: 举旌以宫, then 偃旌以商, after the arrow is loosed
 CALL_LEN_S = (1.0, 0.8)
 MAX_NOTES = 5_000_000     # refuse to build more sounded events than this (memory guard)
+MAX_TIMELINE_S = 24 * 3600.0   # a compiled selection may last at most a day
 
 VELOCITY = {"melody": 84, "phrase_accent": 12, "建鼓": 104, "鼙": 88, "鼗": 80, "鑮": 96}
 
@@ -293,6 +294,10 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
                         spec.gloss, tuple(phrases)))
         t = end
+        if t > MAX_TIMELINE_S:
+            raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "
+                            f"{spec.id!r}; shorten open-ended lengths, gaps or the roster",
+                            file=sheet.file, line=spec.line)
     order = {name: k for k, name in enumerate(insts)}
     notes = tuple(sorted(b.notes, key=lambda x: (x.time, order[x.instrument], x.midi)))
     beats = tuple(sorted(b.beats, key=lambda x: x.time))
