@@ -76,9 +76,9 @@ def _balanced(msgs) -> bool:
         m.type == "note_on" for _, m in msgs)
 
 
-def _show(sink, **opts):
+def _show(sink, cue_ids=None, **opts):
     tl = _timeline()
-    prog = live.build_program(tl, _messages(tl))
+    prog = live.build_program(tl, _messages(tl), cue_ids)
     return tl, live.Show(prog, sink, live.ShowOptions(lead_s=0.05, **opts))
 
 
@@ -197,7 +197,7 @@ def test_go_soft_stop_ends_at_next_phrase_then_go_starts_next_cue():
 
 def test_hold_releases_notes_and_resume_shifts_the_rest_by_the_hold():
     sink = Sink()
-    tl, show = _show(sink, auto=True)
+    tl, show = _show(sink, ["a"], auto=True)
     show.start()
     time.sleep(0.05 + 0.6)
     assert show.hold() == "held"
@@ -214,7 +214,7 @@ def test_hold_releases_notes_and_resume_shifts_the_rest_by_the_hold():
     anchor0, anchor1 = show.anchors[0][1], show.anchors[1][1]
     assert anchor1 - anchor0 == pytest.approx(hold_s, abs=0.01)
     ons = sorted(t - anchor1 for t, m in msgs[n_held:] if m.type == "note_on" and m.velocity)
-    later = sorted(n.time for n in tl.notes if n.time > 0.7)
+    later = sorted(n.time for n in tl.notes if n.time > 0.7 and n.cue == "a")
     assert np.allclose(ons, later, atol=0.02)
 
 
@@ -267,7 +267,7 @@ def test_lost_port_drops_then_resends_setup_on_return():
     def send(data):
         return sink(data) if ok["v"] else False
 
-    tl, show = _show(send, auto=True)
+    tl, show = _show(send, ["a"], auto=True)
     show.start()
     time.sleep(0.4)
     ok["v"] = False

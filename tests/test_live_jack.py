@@ -151,7 +151,7 @@ def test_sigint_mid_cue_leaves_nothing_sounding(jack, tmp_path):
     rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
     try:
         play = Play(jack, "--port", "rec", "--cues", "lishou", "--from", "40", "--auto",
-                    report=tmp_path / "r.json")
+                    "--pitch-bend", report=tmp_path / "r.json")
         play.expect(r"^playing lishou")
         time.sleep(1.5)
         sent = time.monotonic()
@@ -163,6 +163,16 @@ def test_sigint_mid_cue_leaves_nothing_sounding(jack, tmp_path):
     assert not [m for t, m in msgs if m.type == "note_on" and m.velocity and t > sent + 0.05]
     assert len(_note_ons(msgs)) > 10
     _assert_nothing_left_sounding(msgs)
+    # --pitch-bend: no MTS tuning, a bend on the channel just before each pitched note
+    assert not [m for _, m in msgs if m.type == "sysex"]
+    last_bend = {}
+    bent = 0
+    for t, m in msgs:
+        if m.type == "pitchwheel":
+            last_bend[m.channel] = t
+        elif m.type == "note_on" and m.velocity and m.channel in last_bend:
+            bent += abs(t - last_bend[m.channel]) < 0.002
+    assert bent > 5
 
 
 def test_operator_go_soft_stop_go_panic(jack, tmp_path):
