@@ -352,3 +352,51 @@ def test_keys_and_lines_map_to_commands():
     assert operator.command_for_line("\n") == "go"
     assert operator.command_for_line("resume") == "resume"
     assert operator.command_for_line("bogus") is None
+
+
+# -- user mistakes: one line on stderr, exit 2, before any port is opened ---------------------
+@pytest.mark.parametrize("args, says", [
+    (["nosuch.toml"], "nosuch.toml"),
+    (["cues/dashe.toml", "--cues", "lishou,zz"], "zz"),
+    (["cues/dashe.toml", "--cues", "lishou", "--from", "50", "--until", "40"], "--until"),
+    (["cues/dashe.toml", "--go-midi", "pedal"], "--go-midi"),
+    (["cues/dashe.toml", "--msc", "300"], "--msc"),
+    ([], "CUES"),
+])
+def test_play_user_errors(args, says):
+    import subprocess
+    import sys
+    from pathlib import Path
+    p = subprocess.run([sys.executable, "-m", "yuexuan", "play", *args], capture_output=True,
+                       text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("yuexuan play: ") and says in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_clock_stops_on_hold_and_continues_on_resume():
+    sink = Sink()
+    tl, show = _show(sink, ["a"], auto=True, clock_bpm=120.0, mtc_fps=25)
+    show.start()
+    time.sleep(0.6)
+    show.hold()
+    n_hold = len(sink.rows)
+    time.sleep(0.3)
+    assert len(sink.rows) == n_hold                   # no pulses, no quarter frames while held
+    show.resume()
+    time.sleep(0.4)
+    show.shutdown()
+    kinds = [d[0] for _, d in sink.rows if d[0] in (0xFA, 0xFB, 0xFC)]
+    assert kinds == [0xFA, 0xFC, 0xFB, 0xFC]          # start, hold, resume, end
+    pulses = np.array([t for t, d in sink.rows if d == (0xF8,)])
+    gaps = np.diff(pulses)
+    assert np.median(gaps) == pytest.approx(60 / 120 / 24, abs=5e-4)
+    assert gaps.max() > 0.3                           # the hold
+    # MTC re-locates after the hold: a full frame for the show time it froze at
+    fulls = [mido.Message.from_bytes(list(d)) for _, d in sink.rows
+             if d[:5] == (0xF0, 0x7F, 0x7F, 0x01, 0x01)]
+    assert len(fulls) == 2
+    ss, ff = fulls[1].data[6], fulls[1].data[7]
+    assert ss + ff / 25 == pytest.approx(0.6, abs=0.1)
