@@ -503,7 +503,9 @@ class Show:
         run = self._run
         run.cue_ids = [c for c in run.cue_ids if c != cid]
         self._cut_at = None
-        if run.cue_ids:
+        if run.cue_ids:                      # auto: the next cue starts at its own time
+            if cid == self._current:
+                self._state = "waiting"
             return
         self._run = None
         if self._index >= len(self.program.cues):
