@@ -270,3 +270,11 @@ def test_pitches_in_the_rendered_file_are_sanfen_sunyi(tmp_path):
         measured[lv] = f[np.argmax(mag * (f > 100))]
         assert abs(1200 * np.log2(measured[lv] / hz[lv])) < 3
     assert 1200 * np.log2(measured["夷"] / measured["黄"]) == pytest.approx(815.64, abs=1.5)
+
+
+def test_unwritable_output_is_a_user_error(tmp_path):
+    (tmp_path / "taken.wav").mkdir()
+    r = _cli("render", DEFAULT_CUES, "-o", tmp_path / "taken.wav", "--cues", "gai")
+    assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["taken.wav"]      # nothing left behind

@@ -52,8 +52,11 @@ def run(args) -> int:
     x = synth.note(inst.family, inst.synth, hz, args.velocity, args.duration, args.sample_rate,
                    seed=synth.seed_of(inst.name, hz, args.velocity), lyric=args.lyric)
     x = x * np.float32(10 ** (-1 / 20) * synth.velocity_gain(args.velocity) / max(1e-9, float(np.abs(x).max())))
-    with atomic.atomic_path(args.output) as tmp:
-        sf.write(tmp, x, args.sample_rate, subtype=subtype, format=fmt)
+    try:
+        with atomic.atomic_path(args.output) as tmp:
+            sf.write(tmp, x, args.sample_rate, subtype=subtype, format=fmt)
+    except OSError as exc:
+        raise UserError(f"cannot write: {exc.strerror or exc}", file=str(args.output)) from None
     what = f"{hz:.3f} Hz" if hz else "unpitched"
     print(f"{args.output}: {inst.name} ({inst.family}) {what}, {len(x) / args.sample_rate:.2f} s")
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from yuexuan import render
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline, selection
+from yuexuan.errors import UserError
 
 HELP = "render the rite to a stereo WAV/FLAC (−16 LUFS, ≤ −1 dBTP) with .vtt/.cue chapters and stems"
 LISTENERS = ("宾", "公", "中庭")
@@ -65,7 +66,13 @@ def run(args) -> int:
         opts = render.Options(sample_rate=args.sample_rate, listener=args.listener,
                               cues=tuple(selection(args)) if args.cues else None)
         t0 = time.perf_counter()
-        rep = render.render(tl, args.output, opts, stems_dir=args.stems, progress=bar)
+        try:
+            rep = render.render(tl, args.output, opts, stems_dir=args.stems, progress=bar)
+        except OSError as exc:          # a folder where the file should go, no permission, disk full
+            where = str(exc.filename2 or exc.filename or args.output)
+            if Path(where).name.startswith("."):          # our temporary file: name the target
+                where = args.output
+            raise UserError(f"cannot write: {exc.strerror or exc}", file=where) from None
         dt = time.perf_counter() - t0
     finally:
         bar.done()
