@@ -268,3 +268,30 @@ def test_true_peak_sees_between_the_samples():
     assert loudness.true_peak_dbtp(x) == pytest.approx(0.0, abs=0.2)
     ref = np.abs(signal.resample_poly(x, 4, 1, axis=0)).max()
     assert loudness.true_peak_dbtp(x) == pytest.approx(20 * np.log10(ref), abs=0.2)
+
+
+from hypothesis import given, settings, strategies as st   # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=1, max_value=30000), min_size=1, max_size=12),
+       seed=st.integers(min_value=0, max_value=2 ** 16))
+def test_meters_do_not_depend_on_how_the_stream_is_cut(cuts, seed):
+    """Streaming: any split into blocks gives the loudness and true peak of the whole signal."""
+    rng = np.random.default_rng(seed)
+    n = SR * 3
+    x = (rng.standard_normal((n, 2)) * np.linspace(0.01, 0.3, n)[:, None]).astype(np.float32)
+    x[SR // 2:SR] = 0.0                                   # a silent stretch mid-stream
+    whole_l = loudness.integrated_loudness(x, SR)
+    whole_tp = loudness.true_peak_dbtp(x)
+    meter, tp = loudness.LoudnessMeter(SR), loudness.TruePeakMeter(exact=True)
+    pos = 0
+    for c in cuts + [n]:
+        meter.feed(x[pos:pos + c])
+        tp.feed(x[pos:pos + c])
+        pos += c
+        if pos >= n:
+            break
+    tp.flush()
+    assert meter.integrated() == pytest.approx(whole_l, abs=1e-4)
+    assert tp.dbtp() == pytest.approx(whole_tp, abs=1e-4)
