@@ -250,9 +250,15 @@ def limiter_gain(x: np.ndarray, ceiling: float, window: int, lead: int) -> np.nd
 
 
 def _open(path, sample_rate: int, subtype: str, fmt: str) -> sf.SoundFile:
-    """A stereo output file; FLAC at its fastest setting (about 1 % larger, a third faster)."""
-    extra = {"compression_level": 0.0} if fmt == "FLAC" else {}
-    return sf.SoundFile(path, "w", sample_rate, 2, subtype=subtype, format=fmt, **extra)
+    """A stereo output file; FLAC at its fastest setting (about 1 % larger, a third faster;
+    soundfile ≥ 0.13 has the setting, older ones write at libFLAC's default)."""
+    if fmt == "FLAC":
+        try:
+            return sf.SoundFile(path, "w", sample_rate, 2, subtype=subtype, format=fmt,
+                                compression_level=0.0)
+        except TypeError:
+            pass
+    return sf.SoundFile(path, "w", sample_rate, 2, subtype=subtype, format=fmt)
 
 
 def to_pcm16(x: np.ndarray) -> np.ndarray:
