@@ -130,6 +130,9 @@ def plan(timeline: Timeline, options: Options, instrument_table: dict | None = N
         if n.instrument not in insts:
             raise UserError(f"note of cue {n.cue!r} at {n.time:.3f} s is for instrument "
                             f"{n.instrument!r}, which has no instruments/*.toml (no synthesis)")
+        if insts[n.instrument].pitched and not (n.hz and 10.0 <= n.hz <= 0.45 * sr):
+            raise UserError(f"note of cue {n.cue!r} at {n.time:.3f} s on {n.instrument} has "
+                            f"frequency {n.hz!r} Hz; expected 10 Hz .. {0.45 * sr:.0f} Hz")
     names = [nm for nm in timeline.instrument_names() if any(n.instrument == nm for n in notes)]
     index = {nm: i for i, nm in enumerate(names)}
     places = _placements(names, insts, timeline, listener, sr)
