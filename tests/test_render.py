@@ -278,3 +278,19 @@ def test_unwritable_output_is_a_user_error(tmp_path):
     assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1
     assert [p.name for p in tmp_path.iterdir()] == ["taken.wav"]      # nothing left behind
+
+
+def test_whole_ceremony_renders_in_bounded_memory(tmp_path):
+    """Streaming: the whole default ceremony (≈ 24 minutes) renders in well under 500 MB."""
+    code = ("import resource, sys\n"
+            "from yuexuan.compiler import compile_file\n"
+            "from yuexuan import render\n"
+            "rep = render.render(compile_file(sys.argv[1]), sys.argv[2])\n"
+            "print(rep.duration_s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(DEFAULT_CUES), str(tmp_path / "all.wav")],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    seconds, kib = r.stdout.split()
+    assert float(seconds) > 1200
+    assert int(kib) / 1024 < 500
+    assert sf.info(tmp_path / "all.wav").duration == pytest.approx(float(seconds), abs=0.01)
