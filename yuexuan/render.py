@@ -318,6 +318,18 @@ class _Measured:
     peaks: list                        # sample peak of each block
 
 
+def _one_blas_thread():
+    """While rendering, BLAS (the note adds, the oversampling) runs single-threaded: the renderer
+    keeps both cores busy with its own threads, and BLAS's spinning helpers only slow them down.
+    Needs threadpoolctl; without it BLAS keeps its default."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        import contextlib
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
            stems_dir: str | Path | None = None, progress=None,
            instrument_table: dict | None = None, listener_table: dict | None = None) -> Report:
@@ -325,6 +337,13 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
 
     ``progress(fraction, stage)`` is called after each block. Returns the measured figures.
     """
+    with _one_blas_thread():
+        return _render(timeline, out_path, options, stems_dir, progress, instrument_table,
+                       listener_table)
+
+
+def _render(timeline, out_path, options, stems_dir, progress, instrument_table,
+            listener_table) -> Report:
     out_path = Path(out_path)
     fmt, subtype = output_format(out_path)
     p = plan(timeline, options, instrument_table, listener_table)
