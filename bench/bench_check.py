@@ -7,6 +7,7 @@ the ratios; the target is ≤ about 3× for reading, validating and judging ever
 from __future__ import annotations
 
 import csv
+import json
 import sys
 import tempfile
 import time
@@ -90,6 +91,10 @@ def main() -> None:
     print(f"  the same, then write JSON output  {t['check+json']:7.3f} s   "
           f"{t['check+json'] / t['csv2']:.2f}×")
     print("tallies:", "; ".join(f"round {t['round']} {t['announcement']}" for t in v.tallies))
+    print("SUMMARY " + json.dumps({"bench": "check", "shots": n, "csv_read_s": t_csv, "check_s": t_check,
+                                  "check_ratio": t_check / t_csv,
+                                  "check_csv_out_ratio": t["check+csv"] / t["csv2"],
+                                  "check_json_out_ratio": t["check+json"] / t["csv2"]}))
 
 
 if __name__ == "__main__":

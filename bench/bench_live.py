@@ -127,6 +127,9 @@ def main(argv=None) -> int:
     print(f"ratio naive/scheduler p99: {n.p99_ms / max(s.p99_ms, 1e-6):.1f}x; "
           f"normal/realtime p99: {plain.p99_ms / max(s.p99_ms, 1e-6):.1f}x; "
           f"scheduler p99 {'meets' if s.p99_ms <= 1.0 else 'MISSES'} the 1 ms target")
+    print("SUMMARY " + json.dumps({"bench": "live", "messages": s.count, "realtime": bool(realtime),
+                                  "p50_ms": s.p50_ms, "p99_ms": s.p99_ms, "max_ms": s.max_ms,
+                                  "normal_p99_ms": plain.p99_ms, "naive_p99_ms": n.p99_ms}))
     status = 0 if s.p99_ms <= 1.0 else 1
     if a.jack_cue:
         status |= jack_cue(a.jack_cue)
