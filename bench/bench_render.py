@@ -23,7 +23,7 @@ SF2 = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 
 # Child for our renderer: compile (not timed), then time render.render and report peak memory.
 CHILD = """
-import json, resource, sys, time
+import json, re, sys, time
 from yuexuan.compiler import compile_file
 from yuexuan import render
 tl = compile_file(sys.argv[1])
@@ -32,7 +32,8 @@ rep = render.render(tl, sys.argv[2])
 dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "audio_s": rep.duration_s, "lufs": rep.loudness_lufs,
                   "dbtp": rep.true_peak_dbtp, "notes": rep.notes,
-                  "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "max_rss_mb": int(re.search(r"VmHWM:\\s+(\\d+) kB",
+                                              open("/proc/self/status").read()).group(1)) / 1024}))
 """
 
 # Child that runs FluidSynth and reports its time and its own peak memory.
