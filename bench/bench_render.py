@@ -88,7 +88,14 @@ def main() -> int:
     print(f"ratio render/fluidsynth: {ratio:.3f} (target ≤ 0.25); FLAC: "
           f"{best_flac['seconds'] / best_fs['seconds']:.3f}; memory "
           f"{max(r['max_rss_mb'] for r in ours + flac):.0f} MB (target < 500)")
-    return 0 if ratio <= 0.25 and max(r["max_rss_mb"] for r in ours + flac) < 500 else 1
+    peak = max(r["max_rss_mb"] for r in ours + flac)
+    print("SUMMARY " + json.dumps({
+        "bench": "render", "audio_s": audio, "ratio_vs_fluidsynth": ratio,
+        "x_realtime": audio / best["seconds"], "peak_mb": peak, "render_wav_s": best["seconds"],
+        "fluidsynth_s": best_fs["seconds"], "render_flac_s": best_flac["seconds"],
+        "flac_ratio_vs_fluidsynth": best_flac["seconds"] / best_fs["seconds"],
+        "lufs": best["lufs"], "dbtp": best["dbtp"]}))
+    return 0 if ratio <= 0.25 and peak < 500 else 1
 
 
 if __name__ == "__main__":
