@@ -437,15 +437,17 @@ def _build(path: Path, c) -> Shots:
         return codes.astype(np.int8)
 
     time = c.floats("time")
-    if time is None:
+    if time is None:        # numpy refused a field: find it, or read what Python reads (e.g. ١٢)
+        values = []
         for i in range(n):
             v = c.text("time", i).strip()
             try:
                 if "_" in v:
                     raise ValueError(v)
-                float(v)
+                values.append(float(v))
             except ValueError:
                 fail(i, "time", f"time {v!r} is not a number of seconds")
+        time = np.array(values, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(time))
     if bad.size:
         i = int(bad[0])
