@@ -1,0 +1,463 @@
+"""Property tests for ``yuexuan check``: any cue sheet and any shot log either succeed with a
+complete, parseable verdict, or fail with exit status 2 and one line naming the file — never a
+traceback, a hang, or a partial or temporary file beside ``-o``.
+
+Commands run in :class:`CliWorker`, a long-lived child process that runs ``cli.main`` once per
+request (imports paid once, not per example); every request has a timeout, after which the
+child is killed and the example fails as a hang. ``YX_EXAMPLES`` raises the example counts for a
+deep local run (e.g. ``YX_EXAMPLES=400``).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import math
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from test_properties import mutated_sheet   # the cue-sheet mutations of the compile property
+
+ROOT = Path(__file__).resolve().parent.parent
+CUES = ROOT / "cues" / "dashe.toml"
+EXAMPLES = int(os.environ.get("YX_EXAMPLES", "0")) or None
+PREVIOUS = b"previous output\n"
+
+
+def examples(default: int) -> int:
+    """``default`` examples in CI; ``YX_EXAMPLES`` for a deep local run."""
+    return EXAMPLES or default
+
+
+# -- the worker: cli.main in a child process, one request at a time, with a timeout ---------------
+
+class Hang(AssertionError):
+    pass
+
+
+class CliWorker:
+    """A child process running ``yuexuan`` commands in-process on request.
+
+    ``run(argv, timeout)`` returns ``(code, stdout, stderr)``, where ``code`` is the exit status
+    the real CLI would give (``SystemExit`` codes included) or ``"traceback"`` with the traceback
+    as ``stderr`` for any other exception. A request that takes longer than ``timeout`` kills the
+    child and raises :class:`Hang`; the next request starts a fresh child.
+    """
+
+    def __init__(self):
+        self.proc = None
+        self.answers: queue.Queue = queue.Queue()
+
+    def _start(self):
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        self.proc = subprocess.Popen([sys.executable, __file__, "worker"], cwd=ROOT, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+        answers = self.answers = queue.Queue()
+        out = self.proc.stdout
+
+        def pump():
+            for line in out:
+                answers.put(line)
+            answers.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def run(self, argv, timeout: float = 60.0):
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        self.proc.stdin.write(json.dumps([str(a) for a in argv]) + "\n")
+        self.proc.stdin.flush()
+        try:
+            line = self.answers.get(timeout=timeout)
+        except queue.Empty:
+            self.close()
+            raise Hang(f"yuexuan {' '.join(map(str, argv))}: no answer within {timeout} s") from None
+        if line is None:
+            code = self.proc.wait()
+            self.proc = None
+            raise AssertionError(f"yuexuan {' '.join(map(str, argv))}: the process died ({code})")
+        a = json.loads(line)
+        return a["code"], a["stdout"], a["stderr"]
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+def _serve() -> None:
+    """The child's loop: one JSON argv a line in, one JSON answer a line out."""
+    import contextlib
+    import traceback
+
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)                         # stray writes to fd 1 must not corrupt the answers
+    from yuexuan import cli
+    for line in sys.stdin:
+        argv = json.loads(line)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(argv)
+            except SystemExit as exc:                     # argparse
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except BaseException:
+                code = "traceback"
+                err.write(traceback.format_exc())
+        proto.write(json.dumps({"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
+                    + "\n")
+        proto.flush()
+
+
+_WORKER = None
+
+
+def worker() -> CliWorker:
+    """The module's shared worker (closed at exit)."""
+    global _WORKER
+    if _WORKER is None:
+        import atexit
+        _WORKER = CliWorker()
+        atexit.register(_WORKER.close)
+    return _WORKER
+
+
+def assert_clean_failure(command: str, code, err: str, files) -> None:
+    """Exit 2 with exactly one line on stderr (compiler warnings aside), naming one of
+    ``files``; or exit 0. Never a traceback."""
+    assert code != "traceback", err
+    assert code in (0, 2), (code, err)
+    assert "Traceback" not in err, err
+    if code == 2:
+        lines = [ln for ln in err.splitlines() if ": warning: " not in ln]
+        assert len(lines) == 1, err
+        assert lines[0].startswith(f"yuexuan {command}: "), err
+        assert any(str(f) in lines[0] for f in files), (lines[0], files)
+
+
+def leftovers(folder: Path) -> list:
+    """Temporary files (atomic writes use hidden names) left in ``folder``."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+# -- shot logs ---------------------------------------------------------------------------------
+
+RANKS = ("公", "宾", "卿", "大夫", "士")
+ROLES = ("上射", "下射")
+TARGETS = ("大侯", "参", "干")
+RESULTS = ("贯", "离维纲", "扬触", "梱复", "不中")
+FIELDS = ("time", "archer", "rank", "role", "target", "result", "pair", "round")
+NAME = "上下耦射公宾卿大夫士甲乙丙 abcxyz0123456789-·"
+
+plain_name = st.text(alphabet=NAME, min_size=1, max_size=8).filter(lambda s: s.strip())
+
+
+@st.composite
+def valid_row(draw) -> dict:
+    result = draw(st.sampled_from(RESULTS))
+    return {
+        "time": draw(st.one_of(st.floats(0, 5000, allow_nan=False).map(lambda x: repr(round(x, 3))),
+                               st.integers(0, 5000).map(str),
+                               st.sampled_from(["1081.5", "1e3", "+12.25", ".5", "7.", " 1083.5 "]))),
+        "archer": draw(plain_name),
+        "rank": draw(st.sampled_from(RANKS)),
+        "role": draw(st.sampled_from(ROLES)),
+        "target": "" if result == "不中" else draw(st.sampled_from(TARGETS)),
+        "result": result,
+        "pair": draw(st.one_of(st.just(""), plain_name)),
+        "round": draw(st.sampled_from(["1", "2", "3", ""])),
+    }
+
+
+bad_time = st.one_of(st.text(alphabet="0123456789.eE+-_ infatyINF１２٣,\u00a0", max_size=8), st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "1e400", "-1e999", "1e308",
+                            "-1e308", "1_000", "0x10", "１２", "١", "", " ", "1e", "--1", "1,5",
+                            "5 s", "∞", "1.0.0", "0" * 300, "9" * 400, "1e-400"]))
+bad_text = st.one_of(
+    st.text(max_size=12),                                   # anything, commas, quotes, newlines
+    st.text(alphabet='",\r\n \t\ufeff\u00a0\u3000贯干王', max_size=6),
+    st.sampled_from(["王", "左射", "鹄", "中", "4", "0", "-1", "3.0", " 士 ", "公 ", "大 侯", "x" * 300,
+                     "不中 ", "贯\n", "\"", "''"]),
+)
+json_junk = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                      st.floats(allow_nan=True, allow_infinity=True), st.lists(st.integers(), max_size=2),
+                      st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), bad_text)
+
+
+@st.composite
+def shot_log(draw):
+    """``(bytes, suffix, rows, known_valid)``: a shot log as a file, the rows it was made from,
+    and whether every row and the layout are valid by the rules in docs/check.md."""
+    rows = draw(st.lists(valid_row(), min_size=0, max_size=12))
+    columns = list(FIELDS)
+    known_valid = bool(rows)
+    # damage: garbage in any column, a dropped or extra column, a ragged row
+    for _ in range(draw(st.integers(0, 2))):
+        if not rows:
+            break
+        op = draw(st.sampled_from(["cell", "cell", "time", "digits", "drop column", "extra column",
+                                   "ragged"]))
+        i = draw(st.integers(0, len(rows) - 1))
+        if op == "cell":
+            col = draw(st.sampled_from(columns))
+            rows[i][col] = draw(bad_text if col != "time" else bad_time)
+            known_valid = None
+        elif op == "time":
+            rows[i]["time"] = draw(bad_time)
+            known_valid = None
+        elif op == "digits":           # numbers in other scripts' digits (１２, ١٢, ๑๒ …)
+            digits = st.characters(categories=["Nd"])
+            rows[i]["time"] = draw(st.text(alphabet=digits, min_size=1, max_size=4)) + \
+                draw(st.sampled_from(["", ".5", "e1"]))
+            known_valid = None
+        elif op == "drop column":
+            col = draw(st.sampled_from(columns))
+            columns.remove(col)
+            if col not in ("pair", "round"):
+                known_valid = False
+        elif op == "extra column":
+            columns.insert(draw(st.integers(0, len(columns))), "note")
+            for r in rows:
+                r["note"] = draw(st.text(alphabet=NAME, max_size=4))
+        else:
+            rows[i]["__ragged__"] = True
+            known_valid = None
+    layout = draw(st.sampled_from(["plain", "quoted", "jsonl"]))
+    if layout == "plain" and any(any(c in str(r.get(k, "")) for c in ',"\n\r') for r in rows
+                                 for k in columns):
+        layout = "quoted"
+    if layout == "jsonl" and draw(st.booleans()) and rows:
+        # JSON lines: any field may also be a number, null, a list …
+        r = draw(st.sampled_from(rows))
+        r[draw(st.sampled_from(columns))] = draw(json_junk)
+        known_valid = None
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    header = [draw(st.sampled_from([c, c.upper(), f" {c} "])) for c in columns]
+    if layout == "jsonl":
+        lines = []
+        for r in rows:
+            obj = {c: r.get(c, "") for c in columns if not (r.get("__ragged__") and c == columns[-1])}
+            if isinstance(obj.get("time"), str) and draw(st.booleans()):
+                try:
+                    obj["time"] = float(obj["time"])           # times as JSON numbers too
+                except ValueError:
+                    pass
+            if obj.get("round") in ("1", "2", "3") and draw(st.booleans()):
+                obj["round"] = int(obj["round"])
+            lines.append(json.dumps(obj, ensure_ascii=draw(st.booleans())))
+        text = eol.join(lines) + (eol if draw(st.booleans()) else "")
+        suffix = draw(st.sampled_from([".jsonl", ".ndjson", ""]))
+    else:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator=eol,
+                       quoting=csv.QUOTE_ALL if layout == "quoted" else csv.QUOTE_MINIMAL)
+        w.writerow(header)
+        for r in rows:
+            cells = [str(r.get(c, "")) for c in columns]
+            w.writerow(cells[:-1] if r.get("__ragged__") else cells)
+        text = buf.getvalue() + draw(st.sampled_from(["", eol, eol * 2]))
+        suffix = draw(st.sampled_from([".csv", ".txt", ""]))
+    data = text.encode("utf-8")
+    if draw(st.booleans()):
+        data = b"\xef\xbb\xbf" + data                            # a BOM
+    whole = draw(st.sampled_from(["as is"] * 6 + ["empty", "blank", "binary", "truncated", "gb18030"]))
+    if whole == "empty":
+        data, known_valid = b"", False
+    elif whole == "blank":
+        data, known_valid = b" \r\n\n\t", False
+    elif whole == "binary":
+        data, known_valid = draw(st.binary(min_size=1, max_size=64)), None
+    elif whole == "truncated" and data:
+        data, known_valid = data[:draw(st.integers(0, len(data) - 1))], None
+    elif whole == "gb18030":
+        data, known_valid = "time,archer,rank,role,target,result\n1,甲,士,上射,干,贯\n".encode("gb18030"), False
+    return data, suffix, rows, known_valid
+
+
+def _expected_time(r: dict) -> float:
+    v = r["time"]
+    return float(v.strip()) if isinstance(v, str) else float(v)
+
+
+def check_output(fmt: str, text: str, rows: list, known: bool) -> None:
+    """A successful check's output, parsed back: one verdict per input row, in order."""
+    if fmt == "json":
+        got = json.loads(text)
+        shots = got["shots"]
+        assert isinstance(got["tallies"], list) and "settings" in got
+        assert all(s["released"] in (True, False) for s in shots)
+        times = [s["time"] for s in shots]
+    elif fmt == "csv":
+        table = list(csv.reader(io.StringIO(text, newline="")))
+        assert table[0] == ["time", "archer", "rank", "role", "target", "result", "pair", "round",
+                            "nearest_beat", "offset", "on_beat", "released", "reason"]
+        shots = table[1:]
+        assert all(len(r) == 13 and r[11] in ("true", "false") for r in shots), shots
+        times = [float(r[0]) for r in shots]
+    else:
+        lines = text.splitlines()
+        assert lines[0].split()[:3] == ["row", "time", "s"]
+        assert any(ln.startswith(("round ", "no scored round")) for ln in lines)
+        if not known:                 # a name with a line break in it may split a row
+            return
+        shots = lines[1:1 + len(rows)]
+        assert [int(ln.split()[0]) for ln in shots] == list(range(1, len(rows) + 1)), lines
+        assert lines[1 + len(rows)] == ""
+        times = [float(ln.split()[1]) for ln in shots]
+    if known:
+        assert len(shots) == len(rows)
+        digits = 3 if fmt == "table" else 6
+        want = [round(_expected_time(r), digits) for r in rows]
+        assert all(math.isclose(a, b, rel_tol=1e-12, abs_tol=10 ** -digits) for a, b in zip(times, want)), \
+            (times, want)
+
+
+@st.composite
+def cue_source(draw):
+    return draw(st.sampled_from(["toml", "toml", "json"]))
+
+
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
+@given(log=shot_log(), cues=cue_source(), fmt=st.sampled_from(["table", "json", "csv"]),
+       to_file=st.booleans())
+def test_check_any_shot_log(tmp_path_factory, saved_timeline, log, cues, fmt, to_file):
+    data, suffix, rows, known_valid = log
+    d = tmp_path_factory.mktemp("shots")
+    shots = d / f"shots{suffix}"
+    shots.write_bytes(data)
+    out = d / "out" / f"verdict.{fmt}"
+    out.parent.mkdir()
+    out.write_bytes(PREVIOUS)
+    cue_path = CUES if cues == "toml" else saved_timeline
+    argv = ["check", cue_path, shots, "--format", fmt] + (["-o", out] if to_file else [])
+    code, stdout, err = worker().run(argv, timeout=60)
+    assert_clean_failure("check", code, err, [shots])
+    if known_valid:
+        assert code == 0, err
+    if known_valid is False:
+        assert code == 2
+    if code == 0:
+        text = out.read_text(encoding="utf-8") if to_file else stdout
+        if to_file:
+            assert stdout == ""
+        check_output(fmt, text, rows, bool(known_valid))
+    else:
+        assert stdout == ""
+        assert out.read_bytes() == PREVIOUS
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+@given(sheet=mutated_sheet(), fmt=st.sampled_from(["json", "csv"]))
+def test_check_any_cue_sheet(tmp_path_factory, sheet, fmt):
+    """A mutated cue sheet with a good shot log: the verdict, or one line naming the sheet."""
+    d = tmp_path_factory.mktemp("sheet")
+    src = d / "s.toml"
+    src.write_text(sheet, encoding="utf-8")
+    out = d / "out" / f"verdict.{fmt}"
+    out.parent.mkdir()
+    out.write_bytes(PREVIOUS)
+    shots = ROOT / "tests" / "data" / "shots_example.csv"
+    code, stdout, err = worker().run(["check", src, shots, "--format", fmt, "-o", out], timeout=60)
+    assert_clean_failure("check", code, err, [src])
+    if code == 0:
+        n = len(shots.read_text(encoding="utf-8").splitlines()) - 1
+        rows = list(csv.DictReader(io.StringIO(shots.read_text(encoding="utf-8"))))
+        check_output(fmt, out.read_text(encoding="utf-8"), rows, True)
+        assert len(rows) == n
+    else:
+        assert out.read_bytes() == PREVIOUS
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
+
+
+# -- mutated saved timelines (the JSON contract read back by check and play) ----------------------
+
+JSON_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6),
+                      st.lists(st.integers(), max_size=2), st.just({}))
+
+
+@st.composite
+def mutated_timeline(draw, base: dict):
+    """The JSON text of ``base`` (a timeline dict) with a few values replaced, keys removed,
+    or the text cut short."""
+    doc = json.loads(json.dumps(base))
+    for _ in range(draw(st.integers(1, 3))):
+        # walk down to a random container
+        node = doc
+        for _depth in range(4):
+            keys = list(node.keys()) if isinstance(node, dict) else list(range(len(node)))
+            if not keys:
+                break
+            k = draw(st.sampled_from(keys[:40]))
+            child = node[k]
+            if isinstance(child, (dict, list)) and child and draw(st.booleans()):
+                node = child
+                continue
+            op = draw(st.sampled_from(["value", "value", "delete"]))
+            if op == "value":
+                node[k] = draw(JSON_JUNK)
+            elif isinstance(node, dict):
+                del node[k]
+            else:
+                node.pop(k)
+            break
+    text = json.dumps(doc, ensure_ascii=False)
+    if draw(st.integers(0, 9)) == 0:
+        text = text[:draw(st.integers(0, len(text)))]
+    return text
+
+
+@functools.lru_cache(maxsize=1)
+def small_timeline() -> dict:
+    """A short timeline dict (貍首's first notes and beats) to mutate."""
+    from yuexuan.compiler import compile_file
+    from yuexuan.timeline import to_dict
+    d = to_dict(compile_file(CUES, ["round3_quhou", "lishou"]))
+    d["notes"], d["beats"] = d["notes"][:12], d["beats"][:12]
+    for c in d["cues"]:
+        c["phrases"] = c["phrases"][:3]
+    d["instruments"] = {k: d["instruments"][k] for k in list(d["instruments"])[:3]}
+    return d
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_check_any_saved_timeline(tmp_path_factory, data):
+    text = data.draw(mutated_timeline(small_timeline()))
+    d = tmp_path_factory.mktemp("tl")
+    src = d / "t.json"
+    src.write_text(text, encoding="utf-8")
+    out = d / "out" / "verdict.json"
+    out.parent.mkdir()
+    shots = ROOT / "tests" / "data" / "shots_example.jsonl"
+    code, stdout, err = worker().run(["check", src, shots, "--format", "json", "-o", out], timeout=60)
+    assert_clean_failure("check", code, err, [src])
+    if code == 0:
+        json.loads(out.read_text(encoding="utf-8"))
+    assert [p.name for p in out.parent.iterdir()] == ([out.name] if code == 0 else [])
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def saved_timeline(tmp_path_factory):
+    from yuexuan.compiler import compile_file
+    from yuexuan.timeline import save_json
+    p = tmp_path_factory.mktemp("saved") / "dashe.json"
+    save_json(compile_file(CUES), p)
+    return p
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["worker"]:
+    _serve()
