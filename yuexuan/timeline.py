@@ -7,7 +7,8 @@ All times are seconds from the start of the compiled selection. The JSON form
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -156,13 +157,54 @@ def to_dict(tl: Timeline) -> dict:
             "beats": beats, "instruments": tl.instruments}
 
 
+_JSON_TYPES = {"str": str, "float": (int, float), "int": int, "bool": bool, "tuple": list, "dict": dict}
+_RANGES = {"midi": (0, 127), "velocity": (0, 127)}
+
+
+def _checked(cls, d, where: str, element=None):
+    """``cls(**d)`` with each field's JSON type checked (numbers finite, MIDI values 0..127,
+    list fields' items of type ``element[name]``); ValueError naming ``where`` otherwise."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    for k in d:
+        if k not in known:
+            raise ValueError(f"{where}: unknown field {k!r}")
+    for name, f in known.items():
+        if name not in d:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise ValueError(f"{where}: missing field {name!r}")
+            continue
+        v, kinds = d[name], [a.strip() for a in str(f.type).split("|")]
+        if v is None and "None" in kinds:
+            continue
+        items = v if kinds[0] == "tuple" and isinstance(v, list) else [v]
+        want = (element or {}).get(name, kinds[0]) if kinds[0] == "tuple" else kinds[0]
+        for x in items:
+            ok = isinstance(x, _JSON_TYPES[want]) and not (want in ("float", "int") and isinstance(x, bool))
+            ok = ok and (want != "float" or math.isfinite(x))
+            lo, hi = _RANGES.get(name, (None, None))
+            if not ok or (lo is not None and not lo <= x <= hi) or (name == "duration" and x < 0):
+                raise ValueError(f"{where}.{name}: not a valid {want}: {x!r:.40}")
+        if not isinstance(v, list if kinds[0] == "tuple" else object):
+            raise ValueError(f"{where}.{name}: expected a list")
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
 def from_dict(d: dict) -> Timeline:
-    """Inverse of :func:`to_dict` (for tools reading a saved timeline)."""
-    cer = Ceremony(**d["ceremony"])
-    cues = tuple(Cue(**{**c, "instruments": tuple(c["instruments"]),
-                        "phrases": tuple(c.get("phrases", ()))}) for c in d["cues"])
-    notes = tuple(Note(**n) for n in d["notes"])
-    beats = tuple(Beat(**b) for b in d["beats"])
+    """Inverse of :func:`to_dict` (for tools reading a saved timeline). Raises ValueError,
+    naming the field, for anything :func:`to_dict` could not have written."""
+    if not isinstance(d, dict):
+        raise ValueError("a timeline is a JSON object")
+    for key, kind in (("ceremony", dict), ("cues", list), ("notes", list), ("beats", list),
+                      ("instruments", dict)):
+        if not isinstance(d.get(key, {} if key == "instruments" else None), kind):
+            raise ValueError(f"{key}: expected a JSON {'object' if kind is dict else 'list'}")
+    cer = _checked(Ceremony, d["ceremony"], "ceremony")
+    cues = tuple(_checked(Cue, c, f"cues[{i}]", {"instruments": "str", "phrases": "float"})
+                 for i, c in enumerate(d["cues"]))
+    notes = tuple(_checked(Note, n, f"notes[{i}]") for i, n in enumerate(d["notes"]))
+    beats = tuple(_checked(Beat, b, f"beats[{i}]") for i, b in enumerate(d["beats"]))
     return Timeline(cer, cues, notes, beats, dict(d.get("instruments", {})))
 
 

@@ -70,7 +70,7 @@ def load_timeline(path: str):
             return from_dict(data)
         except FileNotFoundError:
             raise UserError("no such file", file=path) from None
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             raise UserError(f"not a timeline JSON ({exc.__class__.__name__}: {exc})",
                             file=path) from None
     from yuexuan.compiler import compile_file
