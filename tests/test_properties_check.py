@@ -53,12 +53,13 @@ class CliWorker:
     child and raises :class:`Hang`; the next request starts a fresh child.
     """
 
-    def __init__(self):
+    def __init__(self, env: dict | None = None):
+        self.env = env
         self.proc = None
         self.answers: queue.Queue = queue.Queue()
 
     def _start(self):
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env = dict(self.env or os.environ, PYTHONPATH=str(ROOT))
         self.proc = subprocess.Popen([sys.executable, __file__, "worker"], cwd=ROOT, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
