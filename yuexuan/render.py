@@ -299,14 +299,18 @@ class _Pipe:
     def __enter__(self):
         return self
 
+    def stop(self) -> None:
+        """Cancel what waits; return once the call running now (if any) has finished."""
+        for f in self._pending:
+            f.cancel()
+        self._pool.shutdown(wait=True)
+
     def __exit__(self, *exc) -> None:
         try:
             if exc[0] is None:
                 self.drain()
         finally:
-            for f in self._pending:
-                f.cancel()
-            self._pool.shutdown(wait=True)
+            self.stop()
 
 
 @dataclass
@@ -482,6 +486,7 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                 ctx.__exit__(None, None, None)
             stem_ctx = []
         except BaseException as exc:
+            pipe.stop()                # its worker may be writing the stems: let it finish first
             for f in stem_files.values():
                 f.close()
             for ctx in stem_ctx:
