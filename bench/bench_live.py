@@ -18,6 +18,7 @@ is too long for the unit tests, which play a 15 s slice of it).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 

@@ -38,6 +38,16 @@ class _Builder:
     notes: list = field(default_factory=list)
     beats: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    _pitch_facts: dict = field(default_factory=dict)   # sounding Pitch -> (hz, midi, cents, name)
+
+    def pitch_facts(self, sounding: Pitch) -> tuple:
+        """(Hz, MIDI key, cents, name) of a sounding pitch, computed once per pitch."""
+        facts = self._pitch_facts.get(sounding)
+        if facts is None:
+            hz = sounding.hz(self.sheet.huangzhong_hz)
+            midi, cents = hz_to_midi(hz)
+            facts = self._pitch_facts[sounding] = (hz, midi, cents, sounding.name)
+        return facts
 
     def available(self, inst) -> bool:
         if inst.xian in ("东", "西", "北", "南") and inst.xian not in self.sides:
@@ -76,12 +86,11 @@ class _Builder:
                             f"{' '.join(p.name for p in inst.pitch_set)}; see {inst.file})",
                             file=self.sheet.file, line=spec.line, key=key)
         sounding = pitch.transpose(inst.octave)
-        hz = sounding.hz(self.sheet.huangzhong_hz)
-        midi, cents = hz_to_midi(hz)
+        hz, midi, cents, name = self.pitch_facts(sounding)
         if not 0 <= midi <= 127:
             raise UserError(f"cue {spec.id!r}: {inst.name} {sounding.name} = {hz:.1f} Hz is outside the MIDI "
                             "range; check huangzhong_hz", file=self.sheet.file, key="ceremony.huangzhong_hz")
-        self.notes.append(Note(t, dur, inst.name, spec.id, midi, hz, velocity, sounding.name, cents, lyric))
+        self.notes.append(Note(t, dur, inst.name, spec.id, midi, hz, velocity, name, cents, lyric))
 
 
 def _cue_sides(spec, sheet, vdefs):

@@ -223,8 +223,9 @@ def parse(path: str | Path, pieces: dict, instruments: dict) -> CueSheet:
     if len(raw_pairs) > MAX_PAIRS:
         raise top.error("pair", f"{len(raw_pairs)} pairs; the limit is {MAX_PAIRS}")
     pairs, seen = [], {}
+    pair_lines = tomlfile.table_lines(text, "pair")
     for i, rp in enumerate(raw_pairs):
-        pf = Fields(rp, path, text, f"pair[{i}]", tomlfile.table_line(text, "pair", i))
+        pf = Fields(rp, path, text, f"pair[{i}]", pair_lines[i] if i < len(pair_lines) else None)
         pf.unknown(_PAIR)
         pid = pf.get("id", str)
         if pid in seen:
@@ -249,8 +250,9 @@ def parse(path: str | Path, pieces: dict, instruments: dict) -> CueSheet:
         raise top.error("cue", f"{len(raw_cues)} cues; the limit is {MAX_CUES}")
     names = set(instruments) | set(KINDS)
     cues, cue_ids = [], {}
+    cue_lines = tomlfile.table_lines(text, "cue")
     for i, rc in enumerate(raw_cues):
-        cf = Fields(rc, path, text, f"cue[{i}]", tomlfile.table_line(text, "cue", i))
+        cf = Fields(rc, path, text, f"cue[{i}]", cue_lines[i] if i < len(cue_lines) else None)
         cf.unknown(_CUE)
         cid = cf.get("id", str)
         if not cid.strip() or "," in cid:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import tomllib
@@ -42,20 +43,34 @@ def load(path: str | Path) -> tuple[dict, str]:
         raise UserError(f"TOML syntax error{col}: {msg}", file=str(path), line=line) from None
 
 
+@functools.lru_cache(maxsize=8)
+def _lines(text: str) -> tuple:
+    """The lines of a file's text, split once (a pure function, memoised: a cue sheet's text is
+    looked up once per table, and re-splitting it each time would be quadratic)."""
+    return tuple(text.splitlines())
+
+
 def line_of(text: str, key: str, value: str | None = None, start: int = 1) -> int | None:
     """1-based line of ``key = …`` (optionally ``key = "value"``) at or after line ``start``."""
     pat = re.compile(r"^\s*" + re.escape(key) + r"\s*=" +
                      (r"\s*[\"']" + re.escape(value) + r"[\"']" if value is not None else ""))
-    for i, line in enumerate(text.splitlines()[start - 1:], start=start):
-        if pat.search(line):
-            return i
+    lines = _lines(text)
+    for i in range(max(start, 1) - 1, len(lines)):
+        if pat.search(lines[i]):
+            return i + 1
     return None
+
+
+def table_lines(text: str, header: str) -> list:
+    """1-based lines of every ``[[header]]`` array-of-tables header, in order (one pass)."""
+    target = f"[[{header}]]"
+    return [i for i, line in enumerate(_lines(text), start=1) if line.strip() == target]
 
 
 def table_line(text: str, header: str, index: int) -> int | None:
     """1-based line of the ``index``-th (0-based) ``[[header]]`` array-of-tables header."""
     n = -1
-    for i, line in enumerate(text.splitlines(), start=1):
+    for i, line in enumerate(_lines(text), start=1):
         if line.strip() == f"[[{header}]]":
             n += 1
             if n == index:
