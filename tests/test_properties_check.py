@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from test_properties import mutated_sheet   # the cue-sheet mutations of the compile property
 
@@ -104,8 +104,12 @@ def _serve() -> None:
 
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)                         # stray writes to fd 1 must not corrupt the answers
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)                      # commands see an empty stdin (play reads its keys there)
+    sys.stdin = open(os.devnull, encoding="utf-8")
     from yuexuan import cli
-    for line in sys.stdin:
+    for line in requests:
         argv = json.loads(line)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -136,7 +140,7 @@ def worker() -> CliWorker:
 
 def assert_clean_failure(command: str, code, err: str, files) -> None:
     """Exit 2 with exactly one line on stderr (compiler warnings aside), naming one of
-    ``files``; or exit 0. Never a traceback."""
+    ``files`` (or an option, such as ``--from``, given there); or exit 0. Never a traceback."""
     assert code != "traceback", err
     assert code in (0, 2), (code, err)
     assert "Traceback" not in err, err
@@ -343,6 +347,7 @@ def test_check_any_shot_log(tmp_path_factory, saved_timeline, log, cues, fmt, to
     argv = ["check", cue_path, shots, "--format", fmt] + (["-o", out] if to_file else [])
     code, stdout, err = worker().run(argv, timeout=60)
     assert_clean_failure("check", code, err, [shots])
+    event(f"exit {code}")
     if known_valid:
         assert code == 0, err
     if known_valid is False:
@@ -371,6 +376,7 @@ def test_check_any_cue_sheet(tmp_path_factory, sheet, fmt):
     shots = ROOT / "tests" / "data" / "shots_example.csv"
     code, stdout, err = worker().run(["check", src, shots, "--format", fmt, "-o", out], timeout=60)
     assert_clean_failure("check", code, err, [src])
+    event(f"exit {code}")
     if code == 0:
         n = len(shots.read_text(encoding="utf-8").splitlines()) - 1
         rows = list(csv.DictReader(io.StringIO(shots.read_text(encoding="utf-8"))))
@@ -386,6 +392,21 @@ def test_check_any_cue_sheet(tmp_path_factory, sheet, fmt):
 JSON_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
                       st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6),
                       st.lists(st.integers(), max_size=2), st.just({}))
+
+
+def _like(value):
+    """Values of the same JSON type as ``value``."""
+    if isinstance(value, bool):
+        return st.booleans()
+    if isinstance(value, int):
+        return st.integers(-200, 10**6)
+    if isinstance(value, float):
+        return st.floats(-1e6, 1e12, allow_nan=False, allow_infinity=False)
+    if isinstance(value, str):
+        return st.one_of(st.text(max_size=6), st.sampled_from(["lishou", "round3_quhou", "建鼓·东", ""]))
+    if isinstance(value, list):
+        return st.just(value[:1] * 3 if value else [])
+    return st.just({} if isinstance(value, dict) else value)
 
 
 @st.composite
@@ -405,9 +426,11 @@ def mutated_timeline(draw, base: dict):
             if isinstance(child, (dict, list)) and child and draw(st.booleans()):
                 node = child
                 continue
-            op = draw(st.sampled_from(["value", "value", "delete"]))
+            op = draw(st.sampled_from(["value", "same type", "same type", "delete"]))
             if op == "value":
                 node[k] = draw(JSON_JUNK)
+            elif op == "same type":         # well-formed but odd: negative, huge, empty …
+                node[k] = draw(_like(child))
             elif isinstance(node, dict):
                 del node[k]
             else:
@@ -444,6 +467,7 @@ def test_check_any_saved_timeline(tmp_path_factory, data):
     shots = ROOT / "tests" / "data" / "shots_example.jsonl"
     code, stdout, err = worker().run(["check", src, shots, "--format", "json", "-o", out], timeout=60)
     assert_clean_failure("check", code, err, [src])
+    event(f"exit {code}")
     if code == 0:
         json.loads(out.read_text(encoding="utf-8"))
     assert [p.name for p in out.parent.iterdir()] == ([out.name] if code == 0 else [])
