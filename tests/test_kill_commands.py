@@ -1,0 +1,466 @@
+"""Interrupting any command that writes files leaves every earlier output intact (issue 7).
+
+Each test starts a command over existing output files, waits for a kill point at which the command
+is working (compiling, synthesising, rendering, engraving, writing a temporary file, playing),
+sends SIGTERM, SIGINT or SIGKILL, and then checks:
+
+* every output is byte-for-byte the previous one, or else complete and valid (the same bytes as an
+  uninterrupted run, or parsed back where the bytes are not reproducible);
+* the exit status is 143 (SIGTERM), 130 (SIGINT) or -9 (SIGKILL) — or 0 with every output
+  complete, when the command had already finished as the signal arrived;
+* no traceback on stderr;
+* after SIGTERM or SIGINT nothing but the outputs is left in the output folders (no ``.NAME.*``
+  temporary files); after SIGKILL only such temporary files may remain.
+
+``compile`` is covered in tests/test_kill_compile.py, SIGTERM and SIGKILL of a render's mix in
+tests/test_render.py; here render adds SIGINT, stems and the chapter sidecars.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import mido
+import numpy as np
+import pytest
+import soundfile as sf
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHE = ROOT / "cues" / "dashe.toml"
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_check import make_log  # noqa: E402
+from bench_compile import scaled_sheet  # noqa: E402
+
+SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGKILL]
+EXIT = {signal.SIGTERM: 143, signal.SIGINT: 130, signal.SIGKILL: -signal.SIGKILL}
+POLL_S = 0.002
+
+
+# -- kill points ---------------------------------------------------------------------------------
+
+def _catches(pid: int, sig: int) -> bool:
+    """True once process ``pid`` has a handler for ``sig`` (the CLI installs SIGTERM's just before
+    running the command: from then on the command is working)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    mask = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(mask >> (sig - 1) & 1)
+
+
+def running_for(seconds: float):
+    """The command has been running (past start-up and argument parsing) for ``seconds``."""
+    state = {}
+
+    def ready(proc) -> bool:
+        if "t" not in state:
+            if _catches(proc.pid, signal.SIGTERM):
+                state["t"] = time.monotonic()
+            return False
+        return time.monotonic() - state["t"] >= seconds
+    return ready
+
+
+def writing(target: Path, after_s: float = 0.0, min_bytes: int = 0):
+    """A temporary file ``.NAME.*`` beside ``target`` exists (with ``min_bytes`` in it) and has
+    for ``after_s``: the command is writing ``target``."""
+    state = {}
+
+    def ready(proc) -> bool:
+        if "t" not in state:
+            if target.parent.is_dir() and any(
+                    p.name.startswith(f".{target.name}.") and p.stat().st_size >= min_bytes
+                    for p in target.parent.iterdir()):
+                state["t"] = time.monotonic()
+            return False
+        return time.monotonic() - state["t"] >= after_s
+    return ready
+
+
+def replaced(target: Path, after_s: float = 0.0):
+    """``target`` is no longer the file it was when the command started (its new version is in)."""
+    state = {}
+
+    def ready(proc) -> bool:
+        if "ino" not in state:
+            state["ino"] = target.stat().st_ino
+        if "t" not in state:
+            if target.exists() and target.stat().st_ino != state["ino"]:
+                state["t"] = time.monotonic()
+            return False
+        return time.monotonic() - state["t"] >= after_s
+    return ready
+
+
+# -- running and judging -------------------------------------------------------------------------
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class Outcome:
+    rc: int
+    stderr: str
+    kill_at_s: float
+    files: dict = field(default_factory=dict)     # path -> "old" | "new"
+
+    def summary(self) -> str:
+        new = sorted(str(p.name) for p, s in self.files.items() if s == "new")
+        return (f"killed at {self.kill_at_s:.2f} s, exit {self.rc}; "
+                f"{len(self.files) - len(new)} old, {len(new)} new {new if new else ''}")
+
+
+def kill_run(argv: list, sig: int, ready: Callable, outputs: dict, *, dirs: list,
+             env: dict | None = None, limit_s: float = 120.0) -> Outcome:
+    """Write the previous ``outputs`` ({path: (old bytes, check_new)}), run ``yuexuan ARGV``,
+    send ``sig`` once ``ready(proc)`` and judge the result as the module docstring says.
+
+    ``check_new(bytes)`` returns True when the bytes are a complete, valid new output. ``dirs``
+    are the folders the outputs live in: after the run they may hold nothing else.
+    """
+    for p, (old, _) in outputs.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(old)
+    err_path = Path(dirs[0]).parent / f"stderr-{os.getpid()}-{time.monotonic_ns()}.txt"
+    e = dict(os.environ)
+    e.update(env or {})
+    with open(err_path, "w+", encoding="utf-8") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "yuexuan", *map(str, argv)], cwd=ROOT,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=e)
+        t0 = time.monotonic()
+        try:
+            while not ready(proc):
+                if proc.poll() is not None:
+                    err.seek(0)
+                    pytest.fail(f"exit {proc.returncode} before the kill point: {err.read()[-2000:]}")
+                if time.monotonic() - t0 > limit_s:
+                    pytest.fail(f"no kill point within {limit_s} s")
+                time.sleep(POLL_S)
+            kill_at = time.monotonic() - t0
+            proc.send_signal(sig)
+            rc = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err.seek(0)
+        stderr = err.read()
+    err_path.unlink()
+    out = Outcome(rc, stderr, kill_at)
+    assert "Traceback" not in stderr, stderr
+    finished = rc == 0
+    assert finished or rc == EXIT[sig], f"exit {rc} after {sig.name}: {stderr}"
+    for p, (old, check_new) in outputs.items():
+        data = p.read_bytes()
+        if data == old and not finished:
+            out.files[p] = "old"
+        else:
+            assert check_new(data), f"{p} is neither the previous file nor a complete new one"
+            out.files[p] = "new"
+    left = sorted(q for d in dirs for q in Path(d).rglob("*") if q.is_file() and q not in outputs)
+    if sig == signal.SIGKILL and not finished:
+        assert all(q.name.startswith(".") for q in left), left
+    else:
+        assert left == [], f"left behind: {left}"
+    print(f"{argv[0]} {sig.name}: {out.summary()}")
+    return out
+
+
+def same_as(reference: bytes | str) -> Callable:
+    """A check that the new bytes equal ``reference`` (bytes, or the hex SHA-256 of them)."""
+    want = reference if isinstance(reference, str) else digest(reference)
+    return lambda data: digest(data) == want
+
+
+def old(name: str) -> bytes:
+    return f"previous {name}\n".encode()
+
+
+# -- build: every output of the default ceremony into one folder ---------------------------------
+
+@pytest.fixture(scope="module")
+def build_reference(tmp_path_factory) -> dict:
+    """``yuexuan build`` of the default ceremony, uninterrupted: {relative path: SHA-256}."""
+    out = tmp_path_factory.mktemp("build-ref") / "out"
+    r = subprocess.run([sys.executable, "-m", "yuexuan", "build", str(DASHE), "-o", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ref = {str(p.relative_to(out)): digest(p.read_bytes()) for p in out.rglob("*") if p.is_file()}
+    assert {"dashe.mid", "dashe.json", "dashe.flac", "guide/index.html"} <= set(ref)
+    return ref
+
+
+BUILD_POINTS = {
+    "compiling": lambda out: running_for(0.1),
+    "rendering": lambda out: writing(out / "dashe.flac", after_s=0.3),
+    "guide": lambda out: replaced(out / "dashe.flac"),
+}
+# every signal early; the later points (seconds each) with some of the signals
+BUILD_CASES = [(s, "compiling") for s in SIGNALS] + [
+    (signal.SIGTERM, "rendering"), (signal.SIGKILL, "rendering"), (signal.SIGINT, "guide")]
+
+
+@pytest.mark.parametrize("sig,point", BUILD_CASES, ids=lambda v: getattr(v, "name", v))
+def test_killed_build_leaves_each_file_old_or_complete(build_reference, tmp_path, sig, point):
+    out = tmp_path / "out"
+    outputs = {out / rel: (old(rel), same_as(h)) for rel, h in build_reference.items()}
+    o = kill_run(["build", DASHE, "-o", out], sig, BUILD_POINTS[point](out), outputs, dirs=[out])
+    states = {str(p.relative_to(out)): s for p, s in o.files.items()}
+    assert states["dashe.json"] == "old" or states["dashe.mid"] == "new"     # written in that order
+    if point in ("compiling", "rendering"):        # the audio takes seconds more
+        assert states["dashe.flac"] == states["guide/index.html"] == "old"
+    if point == "rendering":                       # MIDI and timeline came first, then the mix
+        assert states["dashe.mid"] == states["dashe.json"] == "new"
+    if point == "guide":
+        assert states["dashe.flac"] == "new"
+
+
+# -- check -o FILE over a large shot log ---------------------------------------------------------
+
+SHOTS_N = 300_000
+
+
+@pytest.fixture(scope="module")
+def shot_log(tmp_path_factory) -> Path:
+    from yuexuan.compiler import compile_file
+    beats = np.array([b.time for b in compile_file(DASHE).beats])
+    p = tmp_path_factory.mktemp("shots") / "shots.csv"
+    make_log(p, SHOTS_N, beats)
+    return p
+
+
+def _check_report(data: bytes) -> bool:
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return False
+    return len(doc["shots"]) == SHOTS_N and doc["tallies"]
+
+
+@pytest.mark.parametrize("point", ["judging", "writing"])
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_killed_check_keeps_the_previous_report(shot_log, tmp_path, sig, point):
+    out = tmp_path / "out" / "verdict.json"
+    ready = running_for(0.5) if point == "judging" else writing(out)
+    o = kill_run(["check", DASHE, shot_log, "--format", "json", "-o", out], sig, ready,
+                 {out: (old("verdict"), _check_report)}, dirs=[out.parent])
+    if point == "judging":
+        assert o.files[out] == "old"
+
+
+# -- note: a long voice note at 192 kHz ----------------------------------------------------------
+
+def _note_flac(data: bytes) -> bool:
+    import io
+    try:
+        x, rate = sf.read(io.BytesIO(data), dtype="float32")
+    except RuntimeError:
+        return False
+    return rate == 192000 and len(x) >= 60 * rate and np.abs(x).max() > 0.5
+
+
+@pytest.mark.parametrize("point", ["synthesising", "writing"])
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_killed_note_keeps_the_previous_file(tmp_path, sig, point):
+    out = tmp_path / "out" / "ge.flac"
+    ready = running_for(0.5) if point == "synthesising" else writing(out)
+    o = kill_run(["note", "歌", "夷", "--lyric", "乐", "--duration", "60", "--sample-rate", "192000",
+                  "-o", out], sig, ready, {out: (old("note"), _note_flac)}, dirs=[out.parent])
+    if point == "synthesising":
+        assert o.files[out] == "old"
+
+
+# -- layout of a sheet with a 100-fold roster (seconds of compiling) -----------------------------
+
+@pytest.fixture(scope="module")
+def big_sheet(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("big") / "big.toml"
+    p.write_text(scaled_sheet(DASHE.read_text(encoding="utf-8"), 100), encoding="utf-8")
+    return p
+
+
+def _svg(data: bytes) -> bool:
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError:
+        return False
+    return root.tag.endswith("svg") and "笙钟" in data.decode("utf-8")
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_killed_layout_keeps_the_previous_drawing(big_sheet, tmp_path, sig):
+    out = tmp_path / "out" / "layout.svg"
+    o = kill_run(["layout", big_sheet, "-o", out], sig, running_for(1.0),
+                 {out: (old("layout"), _svg)}, dirs=[out.parent])
+    assert o.files[out] == "old"
+
+
+# -- guide of the whole ceremony, rendering its own audio ----------------------------------------
+
+GUIDE_POINTS = {
+    "rendering": lambda out: running_for(2.0),
+    "writing-audio": lambda out: writing(out / "dashe.flac", after_s=0.2),
+    "site": lambda out: replaced(out / "dashe.flac"),
+}
+
+
+GUIDE_CASES = [(s, "rendering") for s in SIGNALS] + [
+    (signal.SIGTERM, "site"), (signal.SIGINT, "writing-audio"), (signal.SIGKILL, "writing-audio")]
+
+
+@pytest.mark.parametrize("sig,point", GUIDE_CASES, ids=lambda v: getattr(v, "name", v))
+def test_killed_guide_leaves_each_file_old_or_complete(build_reference, tmp_path, sig, point):
+    # the standalone guide writes what build writes into guide/, plus the render's chapter sidecars
+    # beside its audio (the same files build writes beside its own)
+    ref = {rel.removeprefix("guide/"): h for rel, h in build_reference.items() if rel.startswith("guide/")}
+    ref.update({n: build_reference[n] for n in ("dashe.vtt", "dashe.cue")})
+    out = tmp_path / "site"
+    outputs = {out / rel: (old(rel), same_as(h)) for rel, h in ref.items()}
+    o = kill_run(["guide", DASHE, "-o", out], sig, GUIDE_POINTS[point](out), outputs, dirs=[out])
+    if point != "site":
+        assert o.files[out / "dashe.flac"] == "old" and o.files[out / "index.html"] == "old"
+
+
+# -- score: the whole ceremony as MusicXML; a short selection engraved with LilyPond --------------
+
+def _musicxml(data: bytes, parts_min: int = 2) -> bool:
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError:
+        return False
+    return root.tag == "score-partwise" and len(root.findall("part")) >= parts_min and \
+        len(root.findall("part/measure/note")) > 100
+
+
+SCORE_CASES = [(s, "building") for s in SIGNALS] + [(signal.SIGTERM, "writing"), (signal.SIGINT, "writing")]
+
+
+@pytest.mark.parametrize("sig,point", SCORE_CASES, ids=lambda v: getattr(v, "name", v))
+def test_killed_score_keeps_the_previous_musicxml(tmp_path, sig, point):
+    out = tmp_path / "out" / "dashe.musicxml"
+    ready = running_for(2.0) if point == "building" else writing(out, after_s=0.5)
+    o = kill_run(["score", DASHE, "-o", out], sig, ready, {out: (old("score"), _musicxml)},
+                 dirs=[out.parent])
+    assert o.files[out] == "old"
+
+
+def _pdf(data: bytes) -> bool:
+    return data.startswith(b"%PDF-") and b"%%EOF" in data[-1024:]
+
+
+def _ours(tmpdir: Path) -> list:
+    """Processes whose command line names ``tmpdir`` (musicxml2ly, lilypond)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(tmpdir).encode() in cmd:
+                found.append((d.name, cmd.replace(b"\0", b" ").decode(errors="replace")))
+    return found
+
+
+@pytest.mark.skipif(not (subprocess.run(["which", "lilypond"], capture_output=True).returncode == 0
+                         and subprocess.run(["which", "musicxml2ly"], capture_output=True).returncode == 0),
+                    reason="LilyPond is not installed (Debian lilypond; tests/system-deps.sh)")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_killed_score_pdf_keeps_the_previous_pdf(tmp_path, sig):
+    """Killed while LilyPond engraves: the MusicXML is the new one, the PDF the previous one, and
+    LilyPond is stopped with its temporary folder removed."""
+    out = tmp_path / "out" / "luming.musicxml"
+    pdf = out.with_suffix(".pdf")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    o = kill_run(["score", DASHE, "--cues", "luming", "--pdf", "-o", out], sig, replaced(out, after_s=1.0),
+                 {out: (old("score"), lambda d: _musicxml(d, parts_min=1)), pdf: (old("pdf"), _pdf)},
+                 dirs=[out.parent], env={"TMPDIR": str(tmp)})
+    assert o.files == {out: "new", pdf: "old"}
+    deadline = time.monotonic() + 5
+    while _ours(tmp) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _ours(tmp), "LilyPond still running"
+    assert list(tmp.iterdir()) == []
+
+
+# -- render: SIGINT, stems and chapter sidecars ---------------------------------------------------
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_killed_render_keeps_mix_sidecars_and_stems(tmp_path, sig):
+    out = tmp_path / "out"
+    mix, stems = out / "r.flac", out / "stems"
+    names = ["建鼓·东", "笙钟", "歌"]
+    outputs = {p: (old(p.name), lambda d: False)
+               for p in [mix, mix.with_suffix(".vtt"), mix.with_suffix(".cue")]
+               + [stems / f"{n}.flac" for n in names]}
+    o = kill_run(["render", DASHE, "--cues", "luming,xingong", "--stems", stems, "-o", mix], sig,
+                 writing(mix, min_bytes=1), outputs, dirs=[out])
+    assert set(o.files.values()) == {"old"}
+
+
+# -- play: SIGINT, SIGTERM and SIGKILL mid-show, with --report, over a private JACK server --------
+
+@pytest.fixture(scope="module")
+def jack():
+    from jack_support import jack_server
+    with jack_server() as env:
+        yield env
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_killed_play_reports_and_leaves_nothing_sounding(jack, tmp_path, sig):
+    """SIGINT and SIGTERM end the show (exit 130, as an operator's Ctrl-C): all notes off, then the
+    report of the show so far replaces the previous one. SIGKILL leaves the previous report."""
+    from jack_support import Recorder
+    from test_live_jack import Play, _assert_nothing_left_sounding, _msgs, _note_ons
+
+    rep_dir = tmp_path / "report"
+    rep_dir.mkdir()
+    report = rep_dir / "r.json"
+    report.write_bytes(old("report"))
+    rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
+    try:
+        play = Play(jack, "--port", "rec", "--cues", "lishou", "--from", "40", "--auto", report=report)
+        try:
+            play.expect(r"^playing lishou")
+            time.sleep(1.0)
+            assert play.proc.poll() is None
+            sent = time.monotonic()
+            play.proc.send_signal(sig)
+            rc = play.proc.wait(15)
+        finally:
+            if play.proc.poll() is None:
+                play.proc.kill()
+                play.proc.wait()
+        err = play.proc.stderr.read()
+    finally:
+        msgs = _msgs(rec.stop())
+    assert "Traceback" not in err, err
+    assert len(_note_ons(msgs)) > 10                      # it was playing
+    assert [p.name for p in rep_dir.iterdir()] == ["r.json"]
+    if sig == signal.SIGKILL:
+        assert rc == -signal.SIGKILL
+        assert report.read_bytes() == old("report")
+        print(f"play {sig.name}: exit {rc}; report old")
+        return
+    assert rc == 130 and "interrupted; all notes off" in err, err
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    assert [a["cues"] for a in doc["anchors"]] == [["lishou"]] and doc["sent"] > 10
+    assert doc["timing_ms"]["count"] > 10
+    late = [m for t, m in msgs if m.type == "note_on" and m.velocity and t > sent + 0.05]
+    assert not late, f"{len(late)} notes began after the signal"
+    _assert_nothing_left_sounding(msgs)
+    print(f"play {sig.name}: exit {rc}; report new, {doc['sent']} messages sent")
