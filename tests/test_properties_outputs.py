@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, assume, event, given, settings, strategies a
 
 from jack_support import jack_server
 from test_properties import mutated_sheet
-from test_properties_check import PREVIOUS, CliWorker, assert_clean_failure, examples, worker
+from test_properties_check import (PREVIOUS, CliWorker, assert_clean_failure, examples, mutated_timeline,
+                                    small_timeline, worker)
 
 SELECTIONS = ["ao", "round3_quhou", "round1_quhou", "sixia_bin"]
 MAX_AUDIO_S = 300.0          # longer selections are set aside (see the module docstring)
@@ -171,3 +172,32 @@ def test_play_auto_any_sheet(tmp_path_factory, jack_worker, sheet, cue, start):
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["dropped"] == 0 and report["sent"] >= 0
     assert f"done {cue}" in stdout or not any(start <= n.time < start + WINDOW_S for n in tl.notes)
+
+
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_play_auto_any_saved_timeline(tmp_path_factory, jack_worker, data):
+    """A damaged saved timeline (the JSON contract) played for a second: the run, or one line
+    naming the file, before any port is opened."""
+    text = data.draw(mutated_timeline(small_timeline()))
+    d = tmp_path_factory.mktemp("play-json")
+    src = d / "t.json"
+    src.write_text(text, encoding="utf-8")
+    try:                       # set aside a long note in the window (the run waits for its end)
+        notes = json.loads(text)["notes"]
+        assume(max((n["time"] + n["duration"] for n in notes if 6.0 <= n["time"] < 7.0),
+                   default=0.0) <= 12.0)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    out = folder_with_previous(d, ["report.json"])
+    code, stdout, err = jack_worker.run(
+        ["play", src, "--api", "jack", "--from", "6", "--until", "7", "--auto", "--no-realtime",
+         "--report", out / "report.json"], timeout=60)
+    assert_clean_failure("play", code, err, [src, "--cues: ", "--from", "--until"])
+    event(f"exit {code}")
+    if code == 2:
+        assert stdout == ""
+        assert_previous_intact(out, ["report.json"])
+        return
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    assert json.loads((out / "report.json").read_text(encoding="utf-8"))["dropped"] == 0
