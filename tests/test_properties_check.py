@@ -327,15 +327,16 @@ def check_output(fmt: str, text: str, rows: list, known: bool) -> None:
             (times, want)
 
 
-@st.composite
-def cue_source(draw):
-    return draw(st.sampled_from(["toml", "toml", "json"]))
+seconds_option = st.one_of(st.none(), st.floats(-1.0, 1.0), st.floats(allow_nan=True, allow_infinity=True))
 
 
 @settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
-@given(log=shot_log(), cues=cue_source(), fmt=st.sampled_from(["table", "json", "csv"]),
-       to_file=st.booleans())
-def test_check_any_shot_log(tmp_path_factory, saved_timeline, log, cues, fmt, to_file):
+@given(log=shot_log(), cues=st.sampled_from(["toml", "toml", "json"]),
+       fmt=st.sampled_from(["table", "json", "csv"]), to_file=st.booleans(),
+       tolerance=seconds_option, offset=seconds_option)
+def test_check_any_shot_log(tmp_path_factory, saved_timeline, log, cues, fmt, to_file, tolerance,
+                            offset):
+    """A generated shot log against the default ceremony (cue sheet or saved timeline)."""
     data, suffix, rows, known_valid = log
     d = tmp_path_factory.mktemp("shots")
     shots = d / f"shots{suffix}"
@@ -345,8 +346,15 @@ def test_check_any_shot_log(tmp_path_factory, saved_timeline, log, cues, fmt, to
     out.write_bytes(PREVIOUS)
     cue_path = CUES if cues == "toml" else saved_timeline
     argv = ["check", cue_path, shots, "--format", fmt] + (["-o", out] if to_file else [])
+    named = [shots]
+    for option, value in (("--tolerance", tolerance), ("--offset", offset)):
+        if value is not None:
+            argv.append(f"{option}={value!r}")
+            if not math.isfinite(value) or (option == "--tolerance" and value < 0):
+                named.append(option)                  # the option may be the fault named
+                known_valid = known_valid and None
     code, stdout, err = worker().run(argv, timeout=60)
-    assert_clean_failure("check", code, err, [shots])
+    assert_clean_failure("check", code, err, named)
     event(f"exit {code}")
     if known_valid:
         assert code == 0, err
@@ -364,6 +372,31 @@ def test_check_any_shot_log(tmp_path_factory, saved_timeline, log, cues, fmt, to
 
 
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(valid_row(), min_size=1, max_size=10), eol=st.sampled_from(["\n", "\r\n"]))
+def test_plain_quoted_and_json_lines_give_one_verdict(tmp_path_factory, rows, eol):
+    """The byte-level reader (plain CSV), the csv module (quoted) and JSON lines agree."""
+    d = tmp_path_factory.mktemp("same")
+    texts = {}
+    for name, quoting in (("plain.csv", csv.QUOTE_MINIMAL), ("quoted.csv", csv.QUOTE_ALL)):
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator=eol, quoting=quoting)
+        w.writerow(FIELDS)
+        w.writerows([r[c] for c in FIELDS] for r in rows)
+        texts[name] = buf.getvalue()
+    texts["lines.jsonl"] = "".join(json.dumps(r, ensure_ascii=False) + eol for r in rows)
+    verdicts = []
+    for name, text in texts.items():
+        (d / name).write_text(text, encoding="utf-8", newline="")
+        code, stdout, err = worker().run(["check", CUES, d / name, "--format", "json"], timeout=60)
+        assert code == 0, err
+        got = json.loads(stdout)
+        del got["settings"]["shots"]
+        verdicts.append(got)
+    assert verdicts[0] == verdicts[1] == verdicts[2]
+    assert len(verdicts[0]["shots"]) == len(rows)
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 @given(sheet=mutated_sheet(), fmt=st.sampled_from(["json", "csv"]))
 def test_check_any_cue_sheet(tmp_path_factory, sheet, fmt):
     """A mutated cue sheet with a good shot log: the verdict, or one line naming the sheet."""
@@ -378,10 +411,8 @@ def test_check_any_cue_sheet(tmp_path_factory, sheet, fmt):
     assert_clean_failure("check", code, err, [src])
     event(f"exit {code}")
     if code == 0:
-        n = len(shots.read_text(encoding="utf-8").splitlines()) - 1
         rows = list(csv.DictReader(io.StringIO(shots.read_text(encoding="utf-8"))))
         check_output(fmt, out.read_text(encoding="utf-8"), rows, True)
-        assert len(rows) == n
     else:
         assert out.read_bytes() == PREVIOUS
     assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
