@@ -24,6 +24,7 @@ from pathlib import Path
 
 PERIOD_FRAMES = 64
 RATE_HZ = 48000
+REGISTRY = Path("/dev/shm/jack-shm-registry")     # JACK's table of servers (POSIX shm)
 
 
 def jack_env(server: str) -> dict:
@@ -40,6 +41,43 @@ def can_realtime() -> bool:
         return subprocess.run(["chrt", "-f", "10", "true"], capture_output=True).returncode == 0
     except FileNotFoundError:
         return False
+
+
+def reclaim_dead_servers(registry: Path = REGISTRY) -> int:
+    """Free the registry slots of JACK servers that died without unregistering; returns how many.
+
+    JACK has 8 slots and frees a dead server's slot only when a server of the same name starts.
+    These tests use a new name each time, so each jackd that ever died unclean (SIGKILL, a killed
+    test run) held its slot for good, and with all 8 held every jackd failed: "Too many servers
+    already active". The table (jack_shm_header_t): 24 header bytes, then per slot a pid and a
+    name, 264 bytes; a free slot is all zeros, as JACK's own reclaim leaves it.
+    """
+    try:
+        fd = os.open(registry, os.O_RDWR)
+    except OSError:
+        return 0
+    freed = 0
+    try:
+        head = os.pread(fd, 24, 0)
+        if len(head) < 24 or head[:4] != b"KCAJ":
+            return 0
+        hdr_len = int.from_bytes(head[16:20], "little")
+        if (hdr_len - 24) % 264:
+            return 0                              # not the layout this knows
+        for off in range(24, hdr_len, 264):
+            pid = int.from_bytes(os.pread(fd, 4, off), "little", signed=True)
+            if pid <= 0:
+                continue
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os.pwrite(fd, bytes(264), off)
+                freed += 1
+            except PermissionError:
+                pass                              # alive, another user's
+    finally:
+        os.close(fd)
+    return freed
 
 
 @contextlib.contextmanager
@@ -62,6 +100,7 @@ def jack_server(period: int = PERIOD_FRAMES, rate: int = RATE_HZ, realtime: bool
     # jackd reports every xrun: its output goes to a file, never to a pipe nobody drains
     # (a full pipe blocks the server)
     log = tempfile.NamedTemporaryFile(prefix=f"jackd-{name}-", suffix=".log", delete=False)
+    reclaim_dead_servers()
     proc = subprocess.Popen(["jackd", "-n", name, "-R" if realtime else "--no-realtime",
                              "-d", "dummy", "-p", str(period), "-r", str(rate)],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
