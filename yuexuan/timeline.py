@@ -205,7 +205,20 @@ def from_dict(d: dict) -> Timeline:
                  for i, c in enumerate(d["cues"]))
     notes = tuple(_checked(Note, n, f"notes[{i}]") for i, n in enumerate(d["notes"]))
     beats = tuple(_checked(Beat, b, f"beats[{i}]") for i, b in enumerate(d["beats"]))
-    return Timeline(cer, cues, notes, beats, dict(d.get("instruments", {})))
+    instruments = dict(d.get("instruments", {}))
+    for name, facts in instruments.items():
+        where = f"instruments[{name!r}]"
+        if not isinstance(facts, dict):
+            raise ValueError(f"{where}: expected an object of instrument facts")
+        for key in ("gm_program", "gm_drum_key"):
+            v = facts.get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 127):
+                raise ValueError(f"{where}.{key}: not a MIDI number 0..127: {v!r:.40}")
+        pos = facts.get("position_m", [0.0, 0.0, 0.0])
+        if not (isinstance(pos, list) and len(pos) == 3 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in pos)):
+            raise ValueError(f"{where}.position_m: expected [x, y, z] in metres: {pos!r:.60}")
+    return Timeline(cer, cues, notes, beats, instruments)
 
 
 def save_json(tl: Timeline, path) -> None:
