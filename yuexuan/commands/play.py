@@ -80,7 +80,12 @@ def program_for(args):
     from yuexuan.midi import timeline_messages
     cue_ids = [c.strip() for c in args.cues.split(",") if c.strip()] if args.cues else None
     tl = _timeline(args.cues_file, cue_ids)
-    messages = timeline_messages(tl, pitch_bend=args.pitch_bend)
+    try:
+        messages = timeline_messages(tl, pitch_bend=args.pitch_bend)
+    except ValueError as exc:       # a saved timeline's notes that no MIDI can carry (hz ≤ 0 …)
+        if not args.cues_file.lower().endswith(".json"):
+            raise
+        raise UserError(f"not a playable timeline ({exc})", file=args.cues_file) from None
     return live.build_program(tl, messages, cue_ids, args.from_s, args.until_s)
 
 
