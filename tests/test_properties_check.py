@@ -330,7 +330,7 @@ def check_output(fmt: str, text: str, rows: list, known: bool) -> None:
 seconds_option = st.one_of(st.none(), st.floats(-1.0, 1.0), st.floats(allow_nan=True, allow_infinity=True))
 
 
-@settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=list(HealthCheck))
 @given(log=shot_log(), cues=st.sampled_from(["toml", "toml", "json"]),
        fmt=st.sampled_from(["table", "json", "csv"]), to_file=st.booleans(),
        tolerance=seconds_option, offset=seconds_option)
@@ -396,7 +396,7 @@ def test_plain_quoted_and_json_lines_give_one_verdict(tmp_path_factory, rows, eo
     assert len(verdicts[0]["shots"]) == len(rows)
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(sheet=mutated_sheet(), fmt=st.sampled_from(["json", "csv"]))
 def test_check_any_cue_sheet(tmp_path_factory, sheet, fmt):
     """A mutated cue sheet with a good shot log: the verdict, or one line naming the sheet."""
@@ -486,7 +486,7 @@ def small_timeline() -> dict:
     return d
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_check_any_saved_timeline(tmp_path_factory, data):
     text = data.draw(mutated_timeline(small_timeline()))

@@ -56,7 +56,7 @@ def assert_previous_intact(out: Path, names) -> None:
 
 # -- render ------------------------------------------------------------------------------------
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(sheet=mutated_sheet(), cue=st.sampled_from(SELECTIONS), ext=st.sampled_from([".wav", ".flac"]),
        listener=st.sampled_from(["宾", "公", "中庭"]))
 def test_render_any_sheet(tmp_path_factory, sheet, cue, ext, listener):
@@ -104,7 +104,7 @@ class _Tags(html.parser.HTMLParser):
         self.ids.update(v for k, v in attrs if k == "id")
 
 
-@settings(max_examples=examples(20), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(sheet=mutated_sheet(), cue=st.sampled_from(SELECTIONS))
 def test_guide_any_sheet(tmp_path_factory, sheet, cue):
     d = tmp_path_factory.mktemp("guide")
@@ -146,7 +146,7 @@ def jack_worker():
 WINDOW_S = 1.0
 
 
-@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 @given(sheet=mutated_sheet(), cue=st.sampled_from(["ao", "round3_quhou", "round1_quhou"]),
        start=st.sampled_from([0.0, 0.5, 1.0]))
 def test_play_auto_any_sheet(tmp_path_factory, jack_worker, sheet, cue, start):
@@ -174,7 +174,7 @@ def test_play_auto_any_sheet(tmp_path_factory, jack_worker, sheet, cue, start):
     assert f"done {cue}" in stdout or not any(start <= n.time < start + WINDOW_S for n in tl.notes)
 
 
-@settings(max_examples=examples(15), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_play_auto_any_saved_timeline(tmp_path_factory, jack_worker, data):
     """A damaged saved timeline (the JSON contract) played for a second: the run, or one line
