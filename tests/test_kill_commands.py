@@ -41,7 +41,11 @@ from bench_check import make_log  # noqa: E402
 from bench_compile import scaled_sheet  # noqa: E402
 
 SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGKILL]
-EXIT = {signal.SIGTERM: 143, signal.SIGINT: 130, signal.SIGKILL: -signal.SIGKILL}
+EXIT = {signal.SIGTERM: {143}, signal.SIGKILL: {-signal.SIGKILL},
+        # 130 from the CLI's handler; once in a few hundred runs CPython itself ends the process
+        # by SIGINT (-2) after the handler ran (seen in CI on check while judging) — both report
+        # the interruption, and the outputs are checked the same way below
+        signal.SIGINT: {130, -signal.SIGINT}}
 POLL_S = 0.002
 
 
@@ -164,7 +168,7 @@ def kill_run(argv: list, sig: int, ready: Callable, outputs: dict, *, dirs: list
     out = Outcome(rc, stderr, kill_at)
     assert "Traceback" not in stderr, stderr
     finished = rc == 0
-    assert finished or rc == EXIT[sig], f"exit {rc} after {sig.name}: {stderr}"
+    assert finished or rc in EXIT[sig], f"exit {rc} after {sig.name}: {stderr}"
     for p, (old, check_new) in outputs.items():
         data = p.read_bytes()
         if data == old and not finished:
