@@ -16,6 +16,8 @@ import rtmidi
 
 from yuexuan.errors import UserError
 
+CLOSE_DRAIN_S = 0.1   # wait before closing an output port, seconds
+
 APIS = {"alsa": rtmidi.API_LINUX_ALSA, "jack": rtmidi.API_UNIX_JACK}
 CLIENT = "yuexuan"
 SETTLE_S = 0.25         # after connecting, before the first message (s)
@@ -143,6 +145,9 @@ class Output:
         return "back"
 
     def close(self) -> None:
+        # let the backend deliver what was just sent (the final stop, CC 123) before the port
+        # goes: closing at once could drop the last JACK period's events
+        time.sleep(CLOSE_DRAIN_S)
         with self._lock:
             self.connected = False
             self._out.close_port()
