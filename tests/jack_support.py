@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,7 +25,9 @@ from pathlib import Path
 
 PERIOD_FRAMES = 64
 RATE_HZ = 48000
+CLIENT_TIMEOUT_MS = 2000       # jackd -t: how long a synchronous cycle waits for a late client
 REGISTRY = Path("/dev/shm/jack-shm-registry")     # JACK's table of servers (POSIX shm)
+_XRUN = re.compile(r"Process XRun = (\d+) usec")
 
 
 def jack_env(server: str) -> dict:
@@ -81,28 +84,53 @@ def reclaim_dead_servers(registry: Path = REGISTRY) -> int:
 
 
 @contextlib.contextmanager
-def jack_server(period: int = PERIOD_FRAMES, rate: int = RATE_HZ, realtime: bool | None = None):
+def jack_server(period: int = PERIOD_FRAMES, rate: int = RATE_HZ, realtime: bool | None = None,
+                sync: bool | None = None, timeout_ms: int = CLIENT_TIMEOUT_MS):
     """Run a private JACK dummy server; yields the environment for its clients.
 
     ``realtime`` None means: realtime (``-R``) where the machine allows SCHED_FIFO, else
-    ``--no-realtime`` (``YUEXUAN_JACK_REALTIME=0`` or ``1`` decides instead). On a loaded two-core machine a non-realtime JACK graph now and then
-    misses a cycle between two clients and loses that cycle's MIDI (seen: 3 note-offs in one of
-    8 runs); with realtime scheduling none were lost in 10 runs.
+    ``--no-realtime`` (``YUEXUAN_JACK_REALTIME=0`` or ``1`` decides instead). ``sync`` None
+    means JACK2's default asynchronous mode (``YUEXUAN_JACK_SYNC=1`` gives ``-S``).
+
+    Asynchronous mode loses MIDI on a loaded machine. There the server starts each cycle
+    without waiting for the clients of the previous one; when the recorder has not finished a
+    cycle (jackd logs "client = rec was not finished") the player's output buffer of that cycle
+    is cleared and rewritten before the recorder reads it, and while cycles keep ending
+    unfinished JACK2 does not switch to a new graph, so a new connection (the player's, just
+    before the tuning burst) is not live yet. Measured on a 2-core VM (15 s of 貍首, 360
+    messages a run, 3 busy loops besides another session's jobs): asynchronous realtime lost 11
+    messages in 1 of 8 runs, asynchronous no-realtime lost messages in 7 of 10 runs (up to
+    105: the whole tuning burst; up to 16 note-ons); synchronous (``-S -t 2000``) lost none in
+    12 realtime and 6 no-realtime runs. Synchronous mode waits for every client up to ``-t``
+    ms, so a late client delays the cycle instead of dropping it.
+
+    But a synchronous server wedges when a client is SIGKILLed mid-cycle (jack_lsp still hung
+    30 s later, whatever ``-t``), so tests that kill ``yuexuan play`` (test_kill_commands.py,
+    the property tests' time-outs) keep the asynchronous default, and the live-MIDI tests,
+    whose players always exit cleanly, ask for ``sync=True``. The environment also carries
+    ``YUEXUAN_TEST_JACK_MODE``, the server's options and its log, for :func:`diagnosis`.
     """
     if shutil.which("jackd") is None:
         raise RuntimeError("jackd is not installed (Debian jackd2; see tests/system-deps.sh)")
     if realtime is None:
         forced = os.environ.get("YUEXUAN_JACK_REALTIME")     # "0" / "1" override the probe
         realtime = forced == "1" if forced in ("0", "1") else can_realtime()
+    if sync is None:
+        sync = os.environ.get("YUEXUAN_JACK_SYNC") == "1"
     name = f"yx{uuid.uuid4().hex[:10]}"
     env = jack_env(name)
-    env["YUEXUAN_TEST_JACK_MODE"] = "realtime" if realtime else "no-realtime"
+    env["YUEXUAN_TEST_JACK_MODE"] = (("realtime" if realtime else "no-realtime")
+                                     + (", synchronous" if sync else ", asynchronous"))
     # jackd reports every xrun: its output goes to a file, never to a pipe nobody drains
     # (a full pipe blocks the server)
     log = tempfile.NamedTemporaryFile(prefix=f"jackd-{name}-", suffix=".log", delete=False)
     reclaim_dead_servers()
-    proc = subprocess.Popen(["jackd", "-n", name, "-R" if realtime else "--no-realtime",
-                             "-d", "dummy", "-p", str(period), "-r", str(rate)],
+    args = ["jackd", "-n", name, "-R" if realtime else "--no-realtime", "-t", str(timeout_ms)]
+    if sync:
+        args.append("-S")
+    env["YUEXUAN_TEST_JACK_LOG"] = log.name
+    env["YUEXUAN_TEST_JACK_ARGS"] = " ".join(args[3:])
+    proc = subprocess.Popen(args + ["-d", "dummy", "-p", str(period), "-r", str(rate)],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 10
@@ -125,6 +153,38 @@ def jack_server(period: int = PERIOD_FRAMES, rate: int = RATE_HZ, realtime: bool
             proc.wait()
         log.close()
         os.unlink(log.name)
+
+
+def log_mark(env: dict) -> int:
+    """Where the server's log ends now (pass it to :func:`diagnosis` later)."""
+    try:
+        return os.path.getsize(env["YUEXUAN_TEST_JACK_LOG"])
+    except (KeyError, OSError):
+        return 0
+
+
+def diagnosis(env: dict, since: int = 0) -> str:
+    """The server's mode and what its log reported since ``since``: a line for a failure message.
+
+    jackd logs each cycle that the dummy driver began late (``JackTimedDriver::Process XRun =
+    N usec``), each client that had not finished its cycle when the next began (asynchronous
+    mode only) and each cycle a synchronous server gave up waiting for (``SuspendRefNum``).
+    """
+    try:
+        with open(env["YUEXUAN_TEST_JACK_LOG"], "rb") as f:
+            f.seek(since)
+            lines = f.read().decode(errors="replace").splitlines()
+    except (KeyError, OSError):
+        lines = []
+    late = [int(m.group(1)) for m in map(_XRUN.search, lines) if m]
+    period_us = PERIOD_FRAMES / RATE_HZ * 1e6
+    unfinished = sum("was not finished" in line for line in lines)
+    timeouts = sum("SuspendRefNum" in line for line in lines)
+    return (f"JACK {env.get('YUEXUAN_TEST_JACK_MODE', '?')} "
+            f"(jackd {env.get('YUEXUAN_TEST_JACK_ARGS', '?')}): {len(late)} xruns "
+            f"({sum(u > period_us for u in late)} late by more than a period, worst "
+            f"{max(late, default=0) / 1e3:.1f} ms), {unfinished} unfinished client cycles, "
+            f"{timeouts} client timeouts")
 
 
 class Recorder:
@@ -192,6 +252,7 @@ def _record(client: str, out: str) -> None:
         deltas.append(msg[1])
         data.append(msg[0])
     midi_in.close_port()
+    midi_in.delete()                    # jack_client_close: leave the graph cleanly
     cum = np.cumsum(deltas)
     arrival = (np.min(np.array(polled) - cum) + cum) if data else []
     tmp = out + ".tmp"

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import rtmidi
 
-from jack_support import Recorder, jack_server
+from jack_support import Recorder, diagnosis, jack_server, log_mark
 from yuexuan import sync
 from yuexuan.compiler import compile_file
 
@@ -34,8 +34,17 @@ FROM_S, UNTIL_S = 40.0, 55.0          # a 15 s slice of the 224 s 貍首 cue
 
 @pytest.fixture(scope="module")
 def jack():
-    with jack_server() as env:
+    # synchronous: an asynchronous JACK2 server drops MIDI when a client runs late on a loaded
+    # machine (the measurements are in jack_support.jack_server's docstring)
+    with jack_server(sync=True) as env:
         yield env
+
+
+@pytest.fixture
+def jack_diag(jack):
+    """``jack_diag()``: the server's mode and the xruns it logged during this test."""
+    mark = log_mark(jack)
+    return lambda: diagnosis(jack, mark)
 
 
 @pytest.fixture(scope="module")
@@ -110,18 +119,22 @@ def _assert_nothing_left_sounding(msgs):
     assert {m.channel for _, m in ons} <= cc123
 
 
-def _errors_ms(notes, ons, anchor):
+def _errors_ms(notes, ons, anchor, diag=lambda: ""):
     """Arrival − due (ms) per expected note, pairing by key and velocity in time order."""
     want, got = {}, {}
     for n in notes:
         want.setdefault((n.midi, n.velocity), []).append(anchor + n.time)
     for t, m in ons:
         got.setdefault((m.note, m.velocity), []).append(t)
-    assert {k: len(v) for k, v in got.items()} == {k: len(v) for k, v in want.items()}
+    counts = {k: (len(got.get(k, [])), len(want.get(k, []))) for k in set(got) | set(want)}
+    wrong = {k: c for k, c in sorted(counts.items()) if c[0] != c[1]}
+    assert not wrong, (f"note-ons received vs expected per (key, velocity): {wrong} "
+                       f"({sum(max(0, w - g) for g, w in wrong.values())} missing of "
+                       f"{len(notes)}); {diag()}")
     return np.concatenate([np.sort(got[k]) - np.sort(want[k]) for k in want]) * 1e3
 
 
-def test_lishou_slice_arrives_complete_within_3ms_p95(jack, lishou, tmp_path):
+def test_lishou_slice_arrives_complete_within_3ms_p95(jack, jack_diag, lishou, tmp_path):
     rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
     try:
         play = Play(jack, "--port", "rec", "--cues", "lishou", "--from", str(FROM_S),
@@ -135,12 +148,14 @@ def test_lishou_slice_arrives_complete_within_3ms_p95(jack, lishou, tmp_path):
     expected = [n for n in lishou.notes if FROM_S <= n.time < UNTIL_S]
     assert len(expected) > 100
     ons = _note_ons(msgs)
-    err_ms = _errors_ms(expected, ons, anchor)
+    err_ms = _errors_ms(expected, ons, anchor, jack_diag)
     p95 = np.percentile(np.abs(err_ms), 95)
-    print(f"lishou {FROM_S}-{UNTIL_S} s over JACK/64 ({jack['YUEXUAN_TEST_JACK_MODE']}): "
-          f"{len(err_ms)} notes, arrival error "
-          f"p50 {np.percentile(err_ms, 50):.3f} ms, p95 {p95:.3f} ms, max {err_ms.max():.3f} ms")
-    assert p95 <= 3.0
+    figures = (f"lishou {FROM_S}-{UNTIL_S} s over JACK/64: {len(err_ms)} notes, arrival error "
+               f"p50 {np.percentile(err_ms, 50):.3f} ms, p95 {p95:.3f} ms, "
+               f"max {err_ms.max():.3f} ms; player's own p99 {report['timing_ms']['p99']:.3f} ms"
+               f"; {jack_diag()}")
+    print(figures)
+    assert p95 <= 3.0, figures
     first_on = ons[0][0]
     tuning = [t for t, m in msgs if m.type == "sysex" and list(m.data[:4]) == [0x7F, 0x7F, 8, 2]]
     assert tuning and max(tuning) < first_on           # MTS tuning before the first note
@@ -175,7 +190,7 @@ def test_sigint_mid_cue_leaves_nothing_sounding(jack, tmp_path):
     assert bent > 5
 
 
-def test_operator_go_soft_stop_go_panic(jack, tmp_path):
+def test_operator_go_soft_stop_go_panic(jack, jack_diag, tmp_path):
     tl = compile_file(DASHE, ["sixia_bin", "sixia_gong"])
     first, second = tl.cues
     rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
@@ -185,7 +200,7 @@ def test_operator_go_soft_stop_go_panic(jack, tmp_path):
         play.expect(r"^waiting")
         play.say("go")
         play.expect(r"^playing sixia_bin")
-        time.sleep(1.0)
+        time.sleep(2.0)                 # the stop then ends it at 5.8 s: 12 notes to time
         stop_said = play.say("stop")
         play.expect(r"^waiting", 10)
         play.say("go")
@@ -203,10 +218,13 @@ def test_operator_go_soft_stop_go_panic(jack, tmp_path):
     boundary = min(p for p in first.phrases if p > stop_said - a1)
     go2 = a2 + second.start                                    # when the second cue began
     ons1 = [(t, m) for t, m in _note_ons(msgs) if t < go2 - 0.001]
-    err = _errors_ms([n for n in tl.notes if n.cue == first.id and n.time < boundary], ons1, a1)
+    err = _errors_ms([n for n in tl.notes if n.cue == first.id and n.time < boundary], ons1, a1,
+                     jack_diag)
     # secondary timing check (the Done-when p95 ≤ 3 ms is test_lishou_slice's): 10 ms bounds a
-    # scheduler regression without flaking on a busy 2-core VM (3.5 ms seen once)
-    assert np.percentile(np.abs(err), 95) <= 10.0
+    # scheduler regression; over at least 10 notes, so that one late cycle is not the p95
+    # (with 3 notes it was their max: [12.07, 8.43, 1.01] ms failed once on a loaded VM)
+    assert len(err) >= 10
+    assert np.percentile(np.abs(err), 95) <= 10.0, f"errors {np.round(err, 2)} ms; {jack_diag()}"
     last_release = max(t for t, m in msgs if m.type == "note_off" and t < go2 - 0.001)
     assert last_release - a1 <= boundary + 0.003
     # GO: the second cue's notes at their times from its GO; panic silences it at once
@@ -217,7 +235,7 @@ def test_operator_go_soft_stop_go_panic(jack, tmp_path):
     _assert_nothing_left_sounding(msgs)
 
 
-def test_foot_switch_go_msc_stop_and_sync_out(jack, tmp_path, monkeypatch):
+def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeypatch):
     tl = compile_file(DASHE, ["sixia_bin", "sixia_gong"])
     monkeypatch.setenv("JACK_DEFAULT_SERVER", jack["JACK_DEFAULT_SERVER"])
     monkeypatch.setenv("JACK_NO_START_SERVER", "1")
@@ -250,12 +268,15 @@ def test_foot_switch_go_msc_stop_and_sync_out(jack, tmp_path, monkeypatch):
     assert [c for _, c in msc] == [("go", "1")] and abs(msc[0][0] - show0) < 0.003
     # MIDI clock: start, then 24 pulses a beat at 90 BPM, stop at the end
     kinds = [m.type for _, m in msgs if m.type in ("start", "stop", "clock")]
-    assert kinds[0] == "start" and kinds[-1] == "stop"
+    assert kinds[0] == "start" and kinds[-1] == "stop", (
+        f"clock messages begin {kinds[:2]}, end {kinds[-2:]}; {jack_diag()}")
     pulses = np.array([t for t, m in msgs if m.type == "clock"])
     k = np.arange(len(pulses))
     late = pulses - (show0 + k * 60 / 90 / 24)        # each pulse against its own deadline
     # never early; late by at most 50 ms at p95 (3 ms typical; 29 ms seen once on a busy VM)
-    assert len(pulses) > 50 and np.all(late > -0.0005) and np.percentile(late, 95) < 0.050
+    assert len(pulses) > 50 and np.all(late > -0.0005) and np.percentile(late, 95) < 0.050, (
+        f"{len(pulses)} pulses, late min {late.min() * 1e3:.2f} ms, p95 "
+        f"{np.percentile(late, 95) * 1e3:.2f} ms; {jack_diag()}")
     # MTC: every complete quarter-frame cycle decodes to the show time it was sent at
     qf = [(t, m.frame_type, m.frame_value) for t, m in msgs if m.type == "quarter_frame"]
     cycles = [qf[i:i + 8] for i in range(len(qf) - 7) if qf[i][1] == 0]
