@@ -26,7 +26,7 @@ import soundfile as sf
 from scipy import ndimage
 from scipy.linalg import blas
 
-from yuexuan import atomic, instruments as instruments_mod, loudness, space, synth
+from yuexuan import atomic, instruments as instruments_mod, interrupts, loudness, space, synth
 from yuexuan.errors import UserError
 from yuexuan.timeline import Timeline
 
@@ -340,14 +340,15 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
     """Render ``timeline`` to ``out_path`` (.wav or .flac) atomically; optional stems.
 
     ``progress(fraction, stage)`` is called after each block. Returns the measured figures.
+    SIGINT and SIGTERM take effect between blocks (:mod:`yuexuan.interrupts`).
     """
-    with _one_blas_thread():
+    with _one_blas_thread(), interrupts.deferred_signals() as checkpoint:
         return _render(timeline, out_path, options, stems_dir, progress, instrument_table,
-                       listener_table)
+                       listener_table, checkpoint)
 
 
 def _render(timeline, out_path, options, stems_dir, progress, instrument_table,
-            listener_table) -> Report:
+            listener_table, checkpoint) -> Report:
     out_path = Path(out_path)
     fmt, subtype = output_format(out_path)
     p = plan(timeline, options, instrument_table, listener_table)
@@ -370,10 +371,11 @@ def _render(timeline, out_path, options, stems_dir, progress, instrument_table,
         if spool is not None:
             spool.write(mix.tobytes())
 
-    p.cache.prefetch(p.keys)
+    p.cache.prefetch(p.keys, tick=checkpoint)
     with tempfile.TemporaryFile(dir=out_path.parent) as spool:
         with _Pipe() as left, _Pipe() as right:
             for k, (_, mix, _) in enumerate(blocks(p, block)):
+                checkpoint()
                 m.peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
                 left.submit(measure, 0, mix)
                 right.submit(measure, 1, mix, spool)
@@ -388,7 +390,8 @@ def _render(timeline, out_path, options, stems_dir, progress, instrument_table,
             passes += 1
             rep = _gain_pass(p, spool, out_path, fmt, subtype, gain, options, block, m,
                              Path(stems_dir) if stems_dir else None,
-                             (lambda f: progress(0.5 + f / 2, "level")) if progress else None)
+                             (lambda f: progress(0.5 + f / 2, "level")) if progress else None,
+                             checkpoint)
             off = options.target_lufs - rep.loudness_lufs
             if not math.isfinite(off) or abs(off) <= LOUDNESS_TOLERANCE_LU or passes >= 3:
                 break
@@ -402,7 +405,7 @@ def _render(timeline, out_path, options, stems_dir, progress, instrument_table,
 
 def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: float,
                options: Options, block: int, m: _Measured, stems_dir: Path | None,
-               progress) -> Report:
+               progress, checkpoint) -> Report:
     """Scale the spooled mix, limit, write; loudness from pass 1's hops × gain², re-measured only
     where the limiter acted (and one block after, while the K-filter forgets)."""
     sr = p.sample_rate
@@ -448,12 +451,14 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                 stems_dir.mkdir(parents=True, exist_ok=True)
                 for i, name in enumerate(p.names):
                     ctx = atomic.atomic_path(_stem_path(stems_dir, name, out_path.suffix))
-                    stem_files[i] = _open(ctx.__enter__(), sr, subtype, fmt)
-                    stem_ctx.append(ctx)
+                    tmp_stem = ctx.__enter__()
+                    stem_ctx.append(ctx)          # before opening: a failed open is cleaned up too
+                    stem_files[i] = _open(tmp_stem, sr, subtype, fmt)
             stem_blocks = blocks(p, block, stems=True, mix_too=False) if stem_files else None
             nxt = read_block(0) if nblocks else np.zeros((0, 2), np.float32)
             prev_tail = np.zeros((lead, 2), np.float32)
             for k in range(nblocks):
+                checkpoint()
                 cur = nxt
                 nxt = read_block(k + 1) if k + 1 < nblocks else np.zeros((0, 2), np.float32)
                 g = None

@@ -437,18 +437,26 @@ class NoteCache:
         self._bytes = 0
         self.hits = self.misses = 0
 
-    def prefetch(self, keys, workers: int = 2) -> None:
+    def prefetch(self, keys, workers: int = 2, tick=None) -> None:
         """Build the missing waveforms of ``keys`` (in that order) on ``workers`` threads, while
-        they fit in the byte limit. The result is the same as building them on demand."""
+        they fit in the byte limit. The result is the same as building them on demand.
+
+        ``tick()`` is called in this thread after each waveform; if it raises, the waveforms not
+        yet started are cancelled and the exception goes on once the running ones end."""
         from concurrent.futures import ThreadPoolExecutor
         todo = [k for k in dict.fromkeys(keys) if k not in self._data]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
             for key, arr in zip(todo, pool.map(self._make, todo)):
+                if tick is not None:
+                    tick()
                 if self._bytes + arr.nbytes > self._max:
                     break
                 self._data[key] = arr
                 self._bytes += arr.nbytes
                 self.misses += 1
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def get(self, key):
         arr = self._data.get(key)
