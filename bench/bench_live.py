@@ -79,7 +79,7 @@ def jack_cue(cue: str) -> int:
 
     sheet = root / "cues" / "dashe.toml"
     tl = compile_file(sheet, [cue])
-    with tempfile.TemporaryDirectory() as tmp, jack_server() as env:
+    with tempfile.TemporaryDirectory() as tmp, jack_server(sync=True) as env:
         rec = Recorder(env, "bench-rec", Path(tmp) / "rec.jsonl")
         try:
             play = subprocess.run([sys.executable, "-m", "yuexuan", "play", str(sheet), "--api",

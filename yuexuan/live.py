@@ -365,8 +365,11 @@ class Show:
         self.notice(f"MIDI {name}: {text}")
         return text
 
-    def port_changed(self, change: str) -> None:
-        """Output port lost ("lost") or back ("back"): notice, and re-send setup on return."""
+    def port_changed(self, change: str, resume=None) -> None:
+        """Output port lost ("lost") or back ("back"): notice, and re-send setup on return.
+
+        ``resume()`` (for "back") reopens the output to messages; it is called under the show's
+        lock, so the setup (tuning) goes out before any scheduled note."""
         with self._lock:
             if change == "lost":
                 self.port_ok = False
@@ -375,6 +378,8 @@ class Show:
                             "output resumes when it returns")
             elif change == "back":
                 self.port_ok = True
+                if resume is not None:
+                    resume()
                 for data in self.program.setup:
                     self._out(data)
                 self._all_notes_off()

@@ -81,7 +81,7 @@ class Output:
 
     ``send`` never raises for a missing destination: while the port is gone messages are
     dropped (and counted); :meth:`check` (called from a watcher thread) notices loss and
-    return, reopening the port.
+    return, reopening the port held until :meth:`resume`.
     """
 
     def __init__(self, api: str, fragment: str | None):
@@ -92,6 +92,7 @@ class Output:
         self._watch = None if fragment is None else _client("out", api, CLIENT + "-watch")
         self.dropped = 0
         self.connected = False
+        self._held = False                   # reopened after a loss, not yet resumed
         self.port_name = None
         if fragment is None:
             self._out.open_virtual_port("out")
@@ -108,13 +109,15 @@ class Output:
                                 key="--port")
             self._open(i, names[i])
 
-    def _open(self, index: int, name: str) -> None:
+    def _open(self, index: int, name: str, hold: bool = False) -> None:
         """Connect to destination ``index``; JACK and ALSA connect asynchronously, so wait
-        ``SETTLE_S`` before anything is sent (or the tuning would go nowhere)."""
+        ``SETTLE_S`` before anything is sent (or the tuning would go nowhere). With ``hold``,
+        :meth:`send` keeps dropping until :meth:`resume`."""
         self._out.open_port(index, "out")
         time.sleep(SETTLE_S)
         self.port_name = name
-        self.connected = True
+        self._held = hold
+        self.connected = not hold
 
     def send(self, data) -> bool:
         """Send raw bytes; False (and counted as dropped) while the destination is gone."""
@@ -132,17 +135,24 @@ class Output:
         names = self._watch.get_ports()
         present = [n for n in names if self.fragment in n and not n.startswith(CLIENT + ":")]
         with self._lock:
-            if self.connected and self.port_name not in names:
-                self.connected = False
+            if (self.connected or self._held) and self.port_name not in names:
+                self.connected = self._held = False
                 self._out.close_port()
                 return "lost"
-            if self.connected or not present:
+            if self.connected or self._held or not present:
                 return None
         mine = self._out.get_ports()         # not connected: send() leaves _out alone
         if present[0] not in mine:
             return None
-        self._open(mine.index(present[0]), present[0])
+        self._open(mine.index(present[0]), present[0], hold=True)
         return "back"
+
+    def resume(self) -> None:
+        """After :meth:`check` said "back": let messages through again. Call it where nothing
+        else can send before the setup (tuning) that must come first (the show holds its lock)."""
+        with self._lock:
+            self._held = False
+            self.connected = True
 
     def close(self) -> None:
         # let the backend deliver what was just sent (the final stop, CC 123) before the port

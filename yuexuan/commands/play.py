@@ -211,7 +211,7 @@ def run(args) -> int:
                 next_poll = now + PORT_POLL_S
                 change = out.check()
                 if change:
-                    show.port_changed(change)
+                    show.port_changed(change, out.resume)
             if now >= next_draw or cmd:
                 next_draw = now + (SCREEN_S if term.tty else 0.05)
                 term.show(show.status())
