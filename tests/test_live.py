@@ -273,9 +273,10 @@ def test_lost_port_drops_then_resends_setup_on_return():
     ok["v"] = False
     show.port_changed("lost")
     time.sleep(0.4)
-    ok["v"] = True
     n = len(sink.msgs())
-    show.port_changed("back")
+    # the port lets messages through again only inside port_changed, under the show's lock: the
+    # setup (tuning, programs) goes out before any scheduled note
+    show.port_changed("back", resume=lambda: ok.update(v=True))
     resent = [m for _, m in sink.msgs()[n:n + 5]]
     assert resent[0].type == "sysex" and resent[1].type == "program_change"
     assert show.dropped > 0
