@@ -105,9 +105,9 @@ def jack_server(period: int = PERIOD_FRAMES, rate: int = RATE_HZ, realtime: bool
     ms, so a late client delays the cycle instead of dropping it.
 
     But a synchronous server wedges when a client is SIGKILLed mid-cycle (jack_lsp still hung
-    30 s later, whatever ``-t``), so tests that kill ``yuexuan play`` (test_kill_commands.py,
-    the property tests' time-outs) keep the asynchronous default, and the live-MIDI tests,
-    whose players always exit cleanly, ask for ``sync=True``. The environment also carries
+    30 s later, whatever ``-t``), so the SIGKILL case of test_kill_commands.py and the property
+    tests (whose time-outs kill) keep the asynchronous default; the live-MIDI tests and the
+    SIGINT/SIGTERM kill cases, whose players exit cleanly, ask for ``sync=True``. The environment also carries
     ``YUEXUAN_TEST_JACK_MODE``, the server's options and its log, for :func:`diagnosis`.
     """
     if shutil.which("jackd") is None:

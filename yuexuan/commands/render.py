@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from pathlib import Path
@@ -53,13 +52,8 @@ class _Bar:
             self.stream.flush()
 
 
-def _terminate(signum, frame):
-    raise SystemExit(128 + signum)       # unwinds through atomic_path: the old file stays
-
-
 def run(args) -> int:
     render.output_format(args.output)
-    previous = signal.signal(signal.SIGTERM, _terminate)
     bar = _Bar()
     try:
         tl = load_timeline(args, "render")
@@ -76,7 +70,6 @@ def run(args) -> int:
         dt = time.perf_counter() - t0
     finally:
         bar.done()
-        signal.signal(signal.SIGTERM, previous)
     print(f"{rep.path}: {rep.duration_s:.1f} s, {rep.notes} notes, {rep.loudness_lufs:.2f} LUFS, "
           f"true peak {rep.true_peak_dbtp:.2f} dBTP, rendered in {dt:.1f} s "
           f"({rep.duration_s / max(dt, 1e-9):.0f}× real time)")
