@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan import shiho
+from yuexuan.check import shiho
 from yuexuan.commands.check import render_csv, render_json
-from yuexuan.shots import RANKS, RESULTS, ROLES, TARGETS, read_shots
+from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, read_shots
 
 
 def make_log(path: Path, n: int, beats: np.ndarray, seed: int = 3) -> None:

@@ -25,7 +25,7 @@ SF2 = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 CHILD = """
 import json, re, sys, time
 from yuexuan.compiler import compile_file
-from yuexuan import render
+from yuexuan.audio import render
 tl = compile_file(sys.argv[1])
 t0 = time.perf_counter()
 rep = render.render(tl, sys.argv[2])
@@ -63,7 +63,7 @@ def main() -> int:
         print("needs Debian fluidsynth and fluid-soundfont-gm (tests/system-deps.sh)", file=sys.stderr)
         return 2
     from yuexuan.compiler import compile_file
-    from yuexuan.midi import write_smf
+    from yuexuan.midi.smf import write_smf
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         mid = d / "dashe.mid"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from yuexuan import onsets
+from yuexuan.check import onsets
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
 
@@ -134,7 +134,8 @@ def rendered(tmp_path_factory):
 
 @pytest.mark.parametrize("drum", ["建鼓·东", "建鼓·西"])
 def test_drum_track_recovered_from_a_rendered_recording(rendered, timeline, plan, drum):
-    from yuexuan import instruments, space
+    from yuexuan.audio import space
+    from yuexuan.rite import instruments
 
     stem = rendered / "stems" / f"{drum}.wav"
     start = timeline.cue("lishou").start        # the render's time 0 is the cue's start

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from yuexuan import shiho
-from yuexuan.shots import read_shots
+from yuexuan.check import shiho
+from yuexuan.check.shots import read_shots
 
 BEATS = 100.0 + 2.0 * np.arange(20)          # 建鼓 strokes, timeline seconds
 HEADER = "time,archer,rank,role,target,result,pair,round\n"

@@ -11,7 +11,7 @@ import mido
 import pytest
 
 from yuexuan.compiler import compile_file
-from yuexuan.midi import DRUM_CHANNEL, write_smf
+from yuexuan.midi.smf import DRUM_CHANNEL, write_smf
 
 TOL_S = 0.002            # MIDI tick rounding: 1 tick ≤ 0.65 ms at the slowest tempo here
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from yuexuan.midi import write_smf
+from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
-from yuexuan.tuning import hz_to_midi, parse_pitch
+from yuexuan.rite.tuning import hz_to_midi, parse_pitch
 
 SF2 = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 HZ0 = 345.0

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from yuexuan import cli, guide
+from yuexuan import cli
+from yuexuan.publish import guide
 from yuexuan.compiler import compile_file
 from yuexuan.timeline import to_dict
 

@@ -12,9 +12,9 @@ import mido
 import numpy as np
 import pytest
 
-from yuexuan import live, operator, sync
+from yuexuan.midi import live, operator, sync
 from yuexuan.errors import UserError
-from yuexuan.scheduler import Scheduler, summarise
+from yuexuan.midi.scheduler import Scheduler, summarise
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
 
 

@@ -24,7 +24,7 @@ import pytest
 import rtmidi
 
 from jack_support import Recorder, diagnosis, jack_server, log_mark
-from yuexuan import sync
+from yuexuan.midi import sync
 from yuexuan.compiler import compile_file
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ import pytest
 import soundfile as sf
 from scipy import signal as sps
 
-from yuexuan import render
+from yuexuan.audio import render
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
 
 SR = 48000
@@ -37,7 +37,7 @@ def _cli(*args) -> subprocess.CompletedProcess:
 
 def _true_peak_db(x: np.ndarray) -> float:
     """True peak by scipy's resample_poly (4×), in 10 s pieces overlapping by 1000 samples, and
-    never below the sample peak: an independent check of yuexuan.loudness."""
+    never below the sample peak: an independent check of yuexuan.audio.loudness."""
     peak = float(np.abs(x).max())
     step, pad = 10 * SR, 1000
     for a in range(0, len(x), step):
@@ -264,7 +264,7 @@ def test_limiter_holds_the_true_peak_when_one_gain_cannot(tmp_path):
 def test_pitches_in_the_rendered_file_are_sanfen_sunyi(tmp_path):
     """Through the whole chain (placement, reflections, gain, 16 bits), a 黄 and a 夷 of the 颂钟
     measured in the written file are 815.6 cents apart and each within 3 cents of its frequency."""
-    from yuexuan.tuning import parse_pitch
+    from yuexuan.rite.tuning import parse_pitch
     hz = {lv: parse_pitch(lv).hz(345.0) for lv in ("黄", "夷")}
     notes = (Note(0.5, 1.0, "颂钟", "t", 65, hz["黄"], 100), Note(12.0, 1.0, "颂钟", "t", 73, hz["夷"], 100))
     cue = Cue("t", "test", "奏", 0.0, 22.0, ("颂钟",), False, "「test」")

@@ -11,8 +11,9 @@ import pytest
 import soundfile as sf
 from scipy import signal
 
-from yuexuan import instruments, loudness, space, synth
-from yuexuan.tuning import parse_pitch
+from yuexuan.audio import loudness, space, synth
+from yuexuan.rite import instruments
+from yuexuan.rite.tuning import parse_pitch
 
 SR = 48000
 HZ0 = 345.0          # 黄钟 of cues/dashe.toml

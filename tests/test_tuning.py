@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from yuexuan import tuning
+from yuexuan.rite import tuning
 
 # scores.md: 黄 1, 大 2187/2048, 太 9/8, 夹 19683/16384, 姑 81/64, 仲 177147/131072, 蕤 729/512, 林 3/2,
 # 夷 6561/4096, 南 27/16, 无 59049/32768, 应 243/128

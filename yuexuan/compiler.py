@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from yuexuan import cuesheet, instruments as instruments_mod, pieces as pieces_mod
-from yuexuan import suspension as suspension_mod, variants as variants_mod
+from yuexuan.rite import cuesheet, instruments as instruments_mod, pieces as pieces_mod
+from yuexuan.rite import suspension as suspension_mod, variants as variants_mod
 from yuexuan.errors import UserError
 from yuexuan.timeline import Beat, Ceremony, Cue, Note, Timeline
-from yuexuan.tuning import Pitch, hz_to_midi, parse_pitch, wusheng
+from yuexuan.rite.tuning import Pitch, hz_to_midi, parse_pitch, wusheng
 
 INTRO_STEP_S = 0.6        # spacing of the opening strokes (鼗, 朔鼙, 应鼙) of a music cue
 INTRO_TAIL_S = 0.6        # from the last opening stroke to the first note
@@ -21,6 +21,7 @@ STROKE_S = 0.4            # MIDI length of a drum stroke
 BO_STEPS = 2.0            # a 鑮 stroke lasts two note steps
 CALL_DELAY_S = (1.5, 2.6)     # 获者: 举旌以宫, then 偃旌以商, after the arrow is loosed
 CALL_LEN_S = (1.0, 0.8)
+CALL_STEP_S = 0.5         # the grid the calls are written on (their offsets are multiples of it)
 MAX_NOTES = 5_000_000     # refuse to build more sounded events than this (memory guard)
 MAX_TIMELINE_S = 24 * 3600.0   # a compiled selection may last at most a day
 
@@ -114,6 +115,7 @@ def _music(b: _Builder, spec, t0: float, pieces: dict, vdefs: dict) -> tuple:
         b.warnings.append(f"cue {spec.id!r}: no melody instrument is hung for a {sheet.rank} "
                           f"({b.sides}); the cue is silent")
     t = t0
+    beat_s = spec.note_seconds or sheet.note_seconds
     for k, tok in enumerate(spec.intro):
         for inst in b.resolve([tok], sides):
             b.note(spec, t0 + k * INTRO_STEP_S, 0.8 if inst.kind == "鼗" else STROKE_S, inst, None,
@@ -145,11 +147,12 @@ def _music(b: _Builder, spec, t0: float, pieces: dict, vdefs: dict) -> tuple:
             worded = any(s is not None for _, s in piece.notes())
             step = ((spec.syllable_seconds or sheet.syllable_seconds) if worded
                     else (spec.note_seconds or sheet.note_seconds))
+            beat_s = step
             for i, (pitch, syl) in enumerate(piece.notes()):
                 accent = i % piece.phrase_syllables == 0
                 if accent:
                     if target is not None and t - t0 >= target:
-                        return t, phrases, reconstruction, used
+                        return t, phrases, reconstruction, used, beat_s
                     phrases.append(t)
                     for inst in jie:
                         b.note(spec, t, step * BO_STEPS if inst.pitched else STROKE_S, inst, None,
@@ -164,7 +167,7 @@ def _music(b: _Builder, spec, t0: float, pieces: dict, vdefs: dict) -> tuple:
                 t += step
         run += 1
         if target is None:
-            return t, phrases, reconstruction, used
+            return t, phrases, reconstruction, used, beat_s
         if run > 100_000:
             raise UserError(f"cue {spec.id!r}: open-ended length never reached", file=sheet.file,
                             line=spec.line)
@@ -289,19 +292,22 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
         first_note = len(b.notes)
         recon = False
         if spec.kind == "music":
-            end, phrases, recon, _ = _music(b, spec, t, pieces, vdefs)
+            end, phrases, recon, _, beat_s = _music(b, spec, t, pieces, vdefs)
         elif spec.kind == "calls":
             end, phrases = _calls(b, spec, t, vdefs), [t]
+            beat_s = CALL_STEP_S
         elif spec.kind == "shoot":
             end, phrases = _shoot(b, spec, t)
+            beat_s = spec.arrow_seconds
         else:
             end, phrases, recon = _shejie(b, spec, t, pieces, ranks, vdefs)
+            beat_s = sheet.shejie.jie_seconds / sheet.shejie.syllables_per_jie
         names = {x.instrument for x in b.notes[first_note:]}
         used = tuple(i for i in insts if i in names)
         cues.append(Cue(spec.id, spec.piece, spec.action, t, end, used,
                         spec.reconstruction if spec.reconstruction is not None else recon, spec.source,
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
-                        spec.gloss, tuple(phrases)))
+                        spec.gloss, tuple(phrases), beat_s))
         t = end
         if t > MAX_TIMELINE_S:
             raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "

@@ -12,7 +12,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class Cue:
     performers: str = ""
     gloss: str = ""           # English gloss of the source
     phrases: tuple = ()       # start times (s) of its phrases; a soft stop ends at the next one
+    beat_s: float = 1.0       # metrical step of the cue's own music, s (one syllable, one note, one call step)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from yuexuan import cli
 from yuexuan.commands.common import add_cues_argument, load_timeline
-from yuexuan.midi import write_smf
+from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
 HELP = "the main job: compile CUES and write every output (MIDI, timeline, audio, guide) into a folder"

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan import atomic, shiho
-from yuexuan.errors import UserError
-from yuexuan.shots import RANKS, RESULTS, ROLES, TARGETS, Shots, read_shots
+from yuexuan import atomic
+from yuexuan.check import shiho
+from yuexuan.commands.common import read_timeline
+from yuexuan.errors import UserError, unknown_cue
+from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, Shots, read_shots
 
 HELP = "check a log of shots against the rules of 释获 (不鼓不释 …) and announce each round"
 
@@ -60,22 +62,8 @@ def _finite(name: str, value: float) -> float:
 
 
 def load_timeline(path: str):
-    """The Timeline of CUES: a saved timeline JSON, or a cue sheet compiled now."""
-    p = Path(path)
-    if p.suffix.lower() == ".json":
-        from yuexuan.timeline import from_dict
-
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-            return from_dict(data)
-        except FileNotFoundError:
-            raise UserError("no such file", file=path) from None
-        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-            raise UserError(f"not a timeline JSON ({exc.__class__.__name__}: {exc})",
-                            file=path) from None
-    from yuexuan.compiler import compile_file
-
-    return compile_file(p)
+    """The Timeline of CUES (a saved timeline JSON, or a cue sheet compiled now)."""
+    return read_timeline(path, "check")
 
 
 def shejie_beats(timeline, cue: str | None) -> tuple[np.ndarray, list]:
@@ -84,8 +72,7 @@ def shejie_beats(timeline, cue: str | None) -> tuple[np.ndarray, list]:
         try:
             timeline.cue(cue)
         except KeyError:
-            ids = ", ".join(c.id for c in timeline.cues)
-            raise UserError(f"no cue {cue!r} in the timeline; cues: {ids}", key="--cue") from None
+            raise unknown_cue(cue, [c.id for c in timeline.cues], key="--cue") from None
         ids = [cue]
     else:
         ids = [c.id for c in timeline.cues if c.kind == "shejie"]
@@ -105,7 +92,7 @@ def run(args) -> int:
     drum = None
     beats = plan
     if args.beats_from:
-        from yuexuan import onsets
+        from yuexuan.check import onsets
 
         start = None if args.audio_start is None else _finite("--audio-start", args.audio_start)
         alignment = onsets.beats_from_recording(args.beats_from, plan, start)

@@ -27,9 +27,29 @@ def selection(args) -> list | None:
     return ids
 
 
-def load_timeline(args, command: str):
-    """Compile ``args.cues_file`` (with ``--cues``); print compiler warnings on stderr."""
-    tl, warnings = compile_path(args.cues_file, selection(args))
+def read_timeline(path: str, command: str, cue_ids: list | None = None):
+    """The Timeline of ``path``: a saved timeline (``.json``) read back, or a cue sheet compiled
+    now (only ``cue_ids`` when given), its compiler warnings printed on stderr. The one loader of
+    every command."""
+    if str(path).lower().endswith(".json"):
+        import json
+        from pathlib import Path
+
+        from yuexuan.timeline import from_dict
+        try:
+            return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise UserError("no such file", file=path) from None
+        except IsADirectoryError:
+            raise UserError("is a folder, not a timeline JSON", file=path) from None
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"not a yuexuan timeline JSON ({exc})", file=path) from None
+    tl, warnings = compile_path(path, cue_ids)
     for w in warnings:
         print(f"yuexuan {command}: warning: {w}", file=sys.stderr)
     return tl
+
+
+def load_timeline(args, command: str):
+    """The Timeline of ``args.cues_file`` (with ``--cues``), through :func:`read_timeline`."""
+    return read_timeline(args.cues_file, command, selection(args))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
-from yuexuan.midi import write_smf
+from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
 HELP = "compile a cue sheet to a Standard MIDI File (type 1, MTS tuning) and the timeline JSON"

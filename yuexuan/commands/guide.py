@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from yuexuan import guide
+from yuexuan.publish import guide
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
 from yuexuan.errors import UserError
 
@@ -24,11 +24,11 @@ def add_arguments(parser) -> None:
 
 
 def _render_audio(timeline, out_dir: Path, stem: str) -> Path | None:
-    """Render the timeline with :mod:`yuexuan.render` if that module offers a file renderer."""
+    """Render the timeline with :mod:`yuexuan.audio.render` if that module offers a file renderer."""
     try:
-        render = importlib.import_module("yuexuan.render")
+        render = importlib.import_module("yuexuan.audio.render")
     except ModuleNotFoundError as exc:
-        if exc.name != "yuexuan.render":
+        if exc.name != "yuexuan.audio.render":
             raise
         return None
     fn = getattr(render, "render_file", None)

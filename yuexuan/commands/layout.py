@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yuexuan import atomic, drawing
+from yuexuan import atomic
+from yuexuan.publish import drawing
 from yuexuan.commands.common import add_cues_argument, load_timeline
 from yuexuan.errors import UserError
 from yuexuan.timeline import Timeline

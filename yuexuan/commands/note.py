@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import soundfile as sf
 
-from yuexuan import atomic, instruments, synth
+from yuexuan import atomic
+from yuexuan.audio import synth
+from yuexuan.rite import instruments
 from yuexuan.errors import UserError
-from yuexuan.render import output_format
-from yuexuan.tuning import parse_pitch
+from yuexuan.audio.render import output_format
+from yuexuan.rite.tuning import parse_pitch
 
 HELP = "audition one note: INSTRUMENT 律 (e.g. 笙钟 夷) as a mono WAV/FLAC, dry (peak −1 dBFS at velocity 127)"
 DEFAULT_HZ = 345.0

@@ -12,7 +12,9 @@ import threading
 import time
 from pathlib import Path
 
-from yuexuan import atomic, live, operator, ports, sync
+from yuexuan import atomic
+from yuexuan.midi import live, operator, ports, sync
+from yuexuan.commands.common import read_timeline
 from yuexuan.errors import UserError
 
 HELP = "play the timeline live to a MIDI port: operator GO / soft stop / hold / panic, clock, MTC, MSC"
@@ -62,24 +64,11 @@ def add_arguments(p) -> None:
                    help="write the run's timing report and cue anchors as JSON")
 
 
-def _timeline(path: str, cue_ids):
-    if path.lower().endswith(".json"):
-        from yuexuan.timeline import from_dict
-        try:
-            return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            raise UserError("no such file", file=path) from None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise UserError(f"not a yuexuan timeline JSON ({exc})", file=path) from None
-    from yuexuan.compiler import compile_file
-    return compile_file(path, cue_ids)
-
-
 def program_for(args):
     """The compiled, windowed programme for ``args`` (timeline → MIDI messages → cues)."""
-    from yuexuan.midi import timeline_messages
+    from yuexuan.midi.smf import timeline_messages
     cue_ids = [c.strip() for c in args.cues.split(",") if c.strip()] if args.cues else None
-    tl = _timeline(args.cues_file, cue_ids)
+    tl = read_timeline(args.cues_file, "play", cue_ids)
     try:
         messages = timeline_messages(tl, pitch_bend=args.pitch_bend)
     except ValueError as exc:       # a saved timeline's notes that no MIDI can carry (hz ≤ 0 …)

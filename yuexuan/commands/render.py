@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from yuexuan import render
+from yuexuan.audio import render
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline, selection
 from yuexuan.errors import UserError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yuexuan import score
+from yuexuan.publish import score
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
 from yuexuan.errors import UserError
 

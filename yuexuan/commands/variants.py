@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yuexuan import variants
+from yuexuan.rite import variants
 
 HELP = "list the variants (where the commentators disagree), their options and sources"
 

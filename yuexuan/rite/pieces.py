@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan import paths, tomlfile
+from yuexuan import paths
+from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
-from yuexuan.tuning import LV, Pitch, parse_pitch
+from yuexuan.rite.tuning import LV, Pitch, parse_pitch
 
 #: 工尺 letter → the 律 it may stand for (熊朋来 卷一「雅律通俗谱例」; 五 also 夹清 in 熊's 夹钟角 驺虞)
 #: and the octave it fixes (六, 五: the upper octave).

@@ -2,7 +2,7 @@
 
 Each rule quotes the sentence of the text it applies (仪礼·大射仪, seed [001], with 郑注 [000]
 [003]); docs/check.md says which readings are INFERENCE. Inputs are the index arrays of
-:class:`yuexuan.shots.Shots`; every function returns new arrays and keeps no state.
+:class:`yuexuan.check.shots.Shots`; every function returns new arrays and keeps no state.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from yuexuan.shots import RANKS, RESULTS, ROLES, TARGETS
+from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS
 
 GONG, BIN, QING, DAFU, SHI = range(5)            # indices into RANKS (most senior first)
 SHANG, XIA = range(2)                            # indices into ROLES: 上射, 下射

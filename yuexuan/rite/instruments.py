@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from yuexuan import paths, tomlfile
+from yuexuan import paths
+from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
-from yuexuan.tuning import Pitch, parse_pitch
+from yuexuan.rite.tuning import Pitch, parse_pitch
 
 FAMILIES = ("bell", "stone", "drum", "string", "pipe", "voice")
 KINDS = ("磬", "钟", "鑮", "建鼓", "鼙", "鼗", "簜", "瑟", "歌", "呼")

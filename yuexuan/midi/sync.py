@@ -1,6 +1,6 @@
 """Sync for other gear: MIDI clock (24 ppqn), MIDI Time Code, MIDI Show Control; trigger matching.
 
-Pure encoders and decoders; the live show (:mod:`yuexuan.live`) decides when they are sent.
+Pure encoders and decoders; the live show (:mod:`yuexuan.midi.live`) decides when they are sent.
 Times are seconds on the show clock.
 """
 

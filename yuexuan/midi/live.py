@@ -1,6 +1,6 @@
 """The live show: cues of a compiled timeline played to a MIDI output under operator control.
 
-Timing comes only from the messages of :func:`yuexuan.midi.timeline_messages` (timeline
+Timing comes only from the messages of :func:`yuexuan.midi.smf.timeline_messages` (timeline
 seconds). A cue started at monotonic time ``g`` plays its message of timeline time ``t`` at
 ``g + (t − start)``; in ``auto`` mode the whole selection is anchored once, so every message is
 due at ``origin + (t − from_s)``, exactly as compiled.
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 import mido
 
-from yuexuan import sync
+from yuexuan.midi import sync
 from yuexuan.errors import UserError
-from yuexuan.scheduler import Scheduler
+from yuexuan.midi.scheduler import Scheduler
 
 ON, OFF, OTHER, START, END, CUT, TICK = range(7)
 _SETUP_TYPES = ("sysex", "program_change", "control_change")
@@ -149,7 +149,7 @@ class _Run:
 
 @dataclass(frozen=True)
 class Status:
-    """A snapshot for the operator's screen (see :mod:`yuexuan.operator`)."""
+    """A snapshot for the operator's screen (see :mod:`yuexuan.midi.operator`)."""
 
     state: str                   # waiting | playing | stopping | held | stopped | done
     cue: object | None           # the Cue playing (or last played)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan import paths, tomlfile
+from yuexuan import paths
+from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
 
 SPEED_OF_SOUND_M_S = 343.0

@@ -2,9 +2,9 @@
 
 Streaming, in two passes over fixed-size blocks (never the whole ceremony in memory):
 
-1. every note's waveform comes from :mod:`yuexuan.synth` through a bounded cache, already placed
-   by :mod:`yuexuan.space` (pan, distance gain, reflections; the travel delay shifts its start);
-   blocks of the mix are measured (:class:`~yuexuan.loudness.LoudnessMeter`) and spooled as float32
+1. every note's waveform comes from :mod:`yuexuan.audio.synth` through a bounded cache, already placed
+   by :mod:`yuexuan.audio.space` (pan, distance gain, reflections; the travel delay shifts its start);
+   blocks of the mix are measured (:class:`~yuexuan.audio.loudness.LoudnessMeter`) and spooled as float32
    to an anonymous temporary file (gone with the process, however it ends);
 2. the spool is read back, scaled to the loudness target, passed through a look-ahead true-peak
    limiter, measured again and written to a temporary file beside the target, renamed on success.
@@ -26,7 +26,9 @@ import soundfile as sf
 from scipy import ndimage
 from scipy.linalg import blas
 
-from yuexuan import atomic, instruments as instruments_mod, interrupts, loudness, space, synth
+from yuexuan import atomic, interrupts
+from yuexuan.audio import loudness, space, synth
+from yuexuan.rite import instruments as instruments_mod
 from yuexuan.errors import UserError
 from yuexuan.timeline import Timeline
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from yuexuan import tomlfile, variants as variants_mod
+from yuexuan.rite import tomlfile, variants as variants_mod
 from yuexuan.errors import UserError
-from yuexuan.instruments import KINDS
-from yuexuan.tomlfile import Fields
-from yuexuan.tuning import parse_pitch
+from yuexuan.rite.instruments import KINDS
+from yuexuan.rite.tomlfile import Fields
+from yuexuan.rite.tuning import parse_pitch
 
 RANKS = ("天子", "诸侯", "卿大夫", "士")
 ARCHER_RANKS = ("公", "宾", "卿", "大夫", "士")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yuexuan import paths, tomlfile
+from yuexuan import paths
+from yuexuan.rite import tomlfile
 
 
 def load(path: str | Path | None = None) -> dict:

@@ -15,7 +15,8 @@ import os
 import shutil
 from pathlib import Path
 
-from yuexuan import atomic, drawing
+from yuexuan import atomic
+from yuexuan.publish import drawing
 from yuexuan.timeline import Timeline, to_dict
 
 AUDIO_TYPES = {".flac": "audio/flac", ".wav": "audio/wav", ".ogg": "audio/ogg", ".oga": "audio/ogg",
@@ -26,7 +27,7 @@ ACTION_EN = {"奏": "played", "歌": "sung", "管": "piped", "射": "shooting", 
 
 def cue_vtt(timeline: Timeline) -> str:
     """WebVTT captions, one per cue, from the renderer's VTT writer (the one writer of captions)."""
-    from yuexuan import render
+    from yuexuan.audio import render
 
     rows = sorted(((c.start, c.end, c) for c in timeline.cues), key=lambda r: (r[0], r[1]))
     return render.vtt_text(rows)

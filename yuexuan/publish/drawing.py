@@ -13,7 +13,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan import paths, tomlfile
+from yuexuan import paths
+from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
 
 SVG_NS = "http://www.w3.org/2000/svg"
