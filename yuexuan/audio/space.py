@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan import paths
+from yuexuan.data import current
 from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
 
@@ -37,7 +37,7 @@ class Listener:
 
 def listeners(path: str | Path | None = None) -> dict:
     """The listener positions of ``rite/courtyard.toml`` by name (宾, 公, 中庭)."""
-    path = Path(path) if path else paths.rite_dir() / "courtyard.toml"
+    path = Path(path) if path else current().path("rite", "courtyard.toml")
     data, text = tomlfile.load(path)
     out = {}
     for i, raw in enumerate(data.get("listener", [])):

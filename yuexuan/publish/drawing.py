@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan import paths
+from yuexuan.data import current
 from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
 
@@ -90,7 +90,7 @@ def _xyz(f: tomlfile.Fields, key: str) -> tuple:
 
 def load_courtyard(path: str | Path | None = None) -> Courtyard:
     """Read ``rite/courtyard.toml`` (or ``path``); errors name the file, line and key."""
-    path = Path(path) if path else paths.rite_dir() / "courtyard.toml"
+    path = Path(path) if path else current().path("rite", "courtyard.toml")
     data, text = tomlfile.load(path)
     top = tomlfile.Fields(data, str(path), text, "")
     tang = tomlfile.Fields(top.get("tang", dict), str(path), text, "tang")

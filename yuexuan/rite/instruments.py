@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from yuexuan import paths
+from yuexuan.data import DataSource, current
 from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
 from yuexuan.rite.tuning import Pitch, parse_pitch
@@ -91,13 +91,10 @@ def load_instrument(path: str | Path) -> Instrument:
         gm_drum_key=gm_drum_key, synth=dict(f.get("synth", dict, {})), file=str(path))
 
 
-def load_all(folder: str | Path | None = None) -> dict:
-    """All instruments of ``folder`` (default instruments/), by name, in file-name order."""
-    folder = Path(folder) if folder else paths.instruments_dir()
-    if not folder.is_dir():
-        raise UserError("instrument folder not found", file=str(folder))
+def load_all(source: DataSource | None = None) -> dict:
+    """All instruments of instruments/ (``source``, default :func:`~yuexuan.data.current`), by name."""
     out = {}
-    for p in sorted(folder.glob("*.toml"), key=lambda p: p.name):
+    for p in current(source).files("instruments"):
         inst = load_instrument(p)
         if inst.name in out:
             raise UserError(f"duplicate instrument name {inst.name!r} (also in {out[inst.name].file})",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan import paths
+from yuexuan.data import DataSource, current
 from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
 from yuexuan.rite.tuning import LV, Pitch, parse_pitch
@@ -89,11 +89,10 @@ def load_piece(path: str | Path) -> Piece:
                  stanzas=tuple(stanzas), file=str(path))
 
 
-def load_all(folder: str | Path | None = None) -> dict:
-    """All pieces of ``folder`` (default pieces/), by title."""
-    folder = Path(folder) if folder else paths.pieces_dir()
+def load_all(source: DataSource | None = None) -> dict:
+    """All pieces of pieces/ (``source``, default :func:`~yuexuan.data.current`), by title."""
     out = {}
-    for p in sorted(folder.glob("*.toml")):
+    for p in current(source).files("pieces"):
         piece = load_piece(p)
         if piece.title in out:
             raise UserError(f"duplicate piece title {piece.title!r}", file=str(p), key="title")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan import paths
+from yuexuan.data import DataSource, current
 from yuexuan.rite import tomlfile
 
 
@@ -20,7 +20,8 @@ class Rank:
     source: str
 
 
-def load(path: str | Path | None = None) -> dict:
-    data, text = tomlfile.load(Path(path) if path else paths.rite_dir() / "suspension.toml")
+def load(path: str | Path | None = None, source: DataSource | None = None) -> dict:
+    """The ranks of ``path`` (default rite/suspension.toml of ``source``), by rank."""
+    data, text = tomlfile.load(Path(path) if path else current(source).path("rite", "suspension.toml"))
     return {r["rank"]: Rank(r["rank"], r["suspension"], tuple(r["sides"]), int(r["shejie_jie"]),
                             r["shejie_piece"], bool(r["in_seeds"]), r["source"]) for r in data["rank"]}

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yuexuan import paths
+from yuexuan.data import DataSource, current
 from yuexuan.rite import tomlfile
 
 
-def load(path: str | Path | None = None) -> dict:
-    """{variant key: {question, default, options: {name: {source, …effect data}}}}."""
-    data, _ = tomlfile.load(Path(path) if path else paths.rite_dir() / "variants.toml")
+def load(path: str | Path | None = None, source: DataSource | None = None) -> dict:
+    """{variant key: {question, default, options: {name: {source, …effect data}}}} of ``path``
+    (default rite/variants.toml of ``source``)."""
+    data, _ = tomlfile.load(Path(path) if path else current(source).path("rite", "variants.toml"))
     return data
 
 

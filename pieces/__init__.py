@@ -1,0 +1,1 @@
+"""The rite's pieces/ files, installed with the package as yuexuan.data.pieces (see yuexuan/data)."""
