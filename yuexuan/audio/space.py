@@ -11,13 +11,10 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from yuexuan.data import current
-from yuexuan.rite import tomlfile
-from yuexuan.errors import UserError
+from yuexuan.rite.courtyard import Listener, listeners  # noqa: F401  (the seats: one reader, re-exported)
 
 SPEED_OF_SOUND_M_S = 343.0
 REFERENCE_DISTANCE_M = 1.0      # distance gain is 1 here, falling as 1/d beyond
@@ -25,32 +22,6 @@ GROUND_REFLECTION = 0.6         # pressure reflection coefficient of the packed-
 SCATTER_TAPS = 8                # diffuse scatter taps of the ambience
 SCATTER_SPAN_S = (0.035, 0.30)  # their delays after the direct sound, s
 SCATTER_LEVEL = 0.22            # first tap's gain relative to the direct sound; they decay to −18 dB
-
-
-@dataclass(frozen=True)
-class Listener:
-    name: str
-    position_m: tuple          # (x, y, z), metres
-    facing_deg: float          # 0 = north, 90 = east
-    english: str = ""
-
-
-def listeners(path: str | Path | None = None) -> dict:
-    """The listener positions of ``rite/courtyard.toml`` by name (宾, 公, 中庭)."""
-    path = Path(path) if path else current().path("rite", "courtyard.toml")
-    data, text = tomlfile.load(path)
-    out = {}
-    for i, raw in enumerate(data.get("listener", [])):
-        f = tomlfile.Fields(raw, str(path), text, f"listener[{i}]", tomlfile.table_line(text, "listener", i))
-        pos = f.get("position_m", list)
-        if len(pos) != 3:
-            raise f.error("position_m", "expected [x, y, z] in metres")
-        out[f.get("name", str)] = Listener(f.get("name", str), tuple(float(v) for v in pos),
-                                           float(f.get("facing_deg", float, 0.0)),
-                                           f.get("english", str, ""))
-    if not out:
-        raise UserError("no [[listener]] positions", file=str(path))
-    return out
 
 
 def azimuth_deg(listener: Listener, source_m) -> float:

@@ -1,21 +1,21 @@
 """The courtyard drawing: an SVG of the 堂, the stairs, the three 县, the 侯道 and the listeners.
 
-Positions come from ``rite/courtyard.toml`` and the timeline's instrument facts (metres; x east,
+Positions come from ``rite/courtyard.toml`` (:mod:`yuexuan.rite.courtyard`) and the timeline's instrument facts (metres; x east,
 y north). Two panels share one file: the 乐县 in detail (north up) and the whole 侯道 at a smaller
 scale. Every instrument is drawn exactly once, as ``<g id="inst-NAME" data-instrument="NAME">``,
-so a page can light it (class ``sounding``). Pure: :func:`layout_svg` returns text.
+so a page can light it (class ``sounding``). Pure: :func:`layout_svg` returns text; the geometry
+(metres to pixels, label placement) is :mod:`yuexuan.publish.drawing_geometry`.
 """
 
 from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
-from pathlib import Path
 
-from yuexuan.data import current
-from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
+from yuexuan.publish.drawing_geometry import Labeller, Panel, clusters, text_width
+from yuexuan.rite.courtyard import Courtyard, Listener
+from yuexuan.rite.courtyard import load as load_courtyard  # noqa: F401  (for callers: the drawing's input)
 
 SVG_NS = "http://www.w3.org/2000/svg"
 FONT = ("'Noto Sans CJK SC','Source Han Sans SC','PingFang SC','Microsoft YaHei',"
@@ -44,106 +44,11 @@ STYLE = """
 """
 
 
-@dataclass(frozen=True)
-class Place:
-    name: str
-    english: str
-    position_m: tuple          # (x, y, z) metres
-    pinyin: str = ""
-    source: str = ""
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    pinyin: str
-    english: str
-    distance_bu: float         # 侯道 in 貍步
-    position_m: tuple
-    fa_m: tuple                # the 乏 (screen), metres
-
-
-@dataclass(frozen=True)
-class Listener:
-    name: str
-    english: str
-    position_m: tuple
-    facing_deg: float          # 0 = north, 90 = east
-
-
-@dataclass(frozen=True)
-class Courtyard:
-    tang_x_m: tuple
-    tang_y_m: tuple
-    bu_m: float
-    landmarks: tuple
-    targets: tuple
-    listeners: tuple
-
-
-def _xyz(f: tomlfile.Fields, key: str) -> tuple:
-    v = f.get(key, list)
-    if len(v) != 3 or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in v):
-        raise f.error(key, "expected [x, y, z] in metres")
-    return tuple(float(a) for a in v)
-
-
-def load_courtyard(path: str | Path | None = None) -> Courtyard:
-    """Read ``rite/courtyard.toml`` (or ``path``); errors name the file, line and key."""
-    path = Path(path) if path else current().path("rite", "courtyard.toml")
-    data, text = tomlfile.load(path)
-    top = tomlfile.Fields(data, str(path), text, "")
-    tang = tomlfile.Fields(top.get("tang", dict), str(path), text, "tang")
-    tx, ty = tang.get("x_m", list), tang.get("y_m", list)
-    if len(tx) != 2 or len(ty) != 2:
-        raise tang.error("x_m", "expected [min, max] in metres for x_m and y_m")
-
-    def tables(key: str) -> list:
-        out = []
-        for i, t in enumerate(top.get(key, list, [])):
-            out.append(tomlfile.Fields(t, str(path), text, f"{key}[{i}]",
-                                       line=tomlfile.table_line(text, key, i)))
-        return out
-
-    landmarks = tuple(Place(f.get("name", str), f.get("english", str, ""), _xyz(f, "position_m"),
-                            source=f.get("source", str, "")) for f in tables("landmark"))
-    targets = tuple(Target(f.get("name", str), f.get("pinyin", str, ""), f.get("english", str, ""),
-                           f.get("distance_bu", float), _xyz(f, "position_m"), _xyz(f, "fa_m"))
-                    for f in tables("target"))
-    listeners = tuple(Listener(f.get("name", str), f.get("english", str, ""), _xyz(f, "position_m"),
-                               f.get("facing_deg", float, 0.0)) for f in tables("listener"))
-    return Courtyard((float(tx[0]), float(tx[1])), (float(ty[0]), float(ty[1])),
-                     top.get("bu_m", float, 1.386), landmarks, targets, listeners)
-
-
-class _Panel:
-    """Maps courtyard metres to SVG pixels (north up)."""
-
-    def __init__(self, x0_px: float, y0_px: float, xr: tuple, yr: tuple, px: float):
-        self.x0, self.y0, self.xr, self.yr, self.px = x0_px, y0_px, xr, yr, px
-
-    def __call__(self, x: float, y: float) -> tuple:
-        return (round(self.x0 + (x - self.xr[0]) * self.px, 1),
-                round(self.y0 + (self.yr[1] - y) * self.px, 1))
-
-    @property
-    def size(self) -> tuple:
-        return ((self.xr[1] - self.xr[0]) * self.px, (self.yr[1] - self.yr[0]) * self.px)
-
-    def holds(self, x: float, y: float) -> bool:
-        return self.xr[0] <= x <= self.xr[1] and self.yr[0] <= y <= self.yr[1]
-
-
 def _el(parent, tag: str, text: str | None = None, **attrs):
     e = ET.SubElement(parent, tag, {k.rstrip("_").replace("_", "-"): str(v) for k, v in attrs.items()})
     if text is not None:
         e.text = text
     return e
-
-
-def _text_w(s: str, size: float) -> float:
-    """Rough width (px) of ``s`` at font ``size``: CJK full width, Latin about 0.6."""
-    return sum(size if ord(c) > 0x2E80 else 0.6 * size for c in s)
 
 
 def _marker(g, family: str, cx: float, cy: float, r: float = 7.0) -> None:
@@ -169,54 +74,10 @@ def _marker(g, family: str, cx: float, cy: float, r: float = 7.0) -> None:
               f"L{cx - r:.1f},{cy:.1f} Z")
 
 
-class _Labeller:
-    """Greedy label placement: right, left, below, above, then further out; avoids overlaps."""
-
-    def __init__(self):
-        self.boxes: list = []
-
-    def reserve(self, x0, y0, x1, y1) -> None:
-        self.boxes.append((x0, y0, x1, y1))
-
-    def _free(self, b) -> bool:
-        return all(b[2] <= o[0] or b[0] >= o[2] or b[3] <= o[1] or b[1] >= o[3] for o in self.boxes)
-
-    def place(self, cx: float, cy: float, text: str, size: float, gap: float = 10.0) -> tuple:
-        """Return (x, y, anchor) for the text near (cx, cy); the box is reserved."""
-        w, h = _text_w(text, size), size * 1.15
-        cands = []
-        for k in (1.0, 1.8, 2.6):
-            g = gap * k
-            cands += [(cx + g, cy, "start", (cx + g, cy - h / 2, cx + g + w, cy + h / 2)),
-                      (cx - g, cy, "end", (cx - g - w, cy - h / 2, cx - g, cy + h / 2)),
-                      (cx, cy + g + h / 2, "middle", (cx - w / 2, cy + g, cx + w / 2, cy + g + h)),
-                      (cx, cy - g - h / 2, "middle", (cx - w / 2, cy - g - h, cx + w / 2, cy - g))]
-        for x, y, anchor, box in cands:
-            if self._free(box):
-                self.reserve(*box)
-                return x, y, anchor
-        x, y, anchor, box = cands[0]
-        self.reserve(*box)
-        return x, y, anchor
-
-
-def _label(parent, lab: _Labeller, cx, cy, text, size=13.0, cls="yx-label", gap=10.0):
+def _label(parent, lab: Labeller, cx, cy, text, size=13.0, cls="yx-label", gap=10.0):
     x, y, anchor = lab.place(cx, cy, text, size, gap)
     return _el(parent, "text", text, class_=cls, x=round(x, 1), y=round(y, 1), dy="0.35em",
                text_anchor=anchor)
-
-
-def _clusters(items: list, gap_m: float = 3.5) -> list:
-    """Split (name, x, y) items into groups whose members lie within ``gap_m`` of another."""
-    groups: list = []
-    for it in items:
-        near = [g for g in groups if any(math.hypot(it[1] - o[1], it[2] - o[2]) <= gap_m for o in g)]
-        merged = [it]
-        for g in near:
-            merged += g
-            groups.remove(g)
-        groups.append(merged)
-    return groups
 
 
 def instrument_id(name: str) -> str:
@@ -232,11 +93,11 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     """
     if not instruments:
         raise UserError("no instruments to draw")
-    det = _Panel(20, 95, DETAIL_X, DETAIL_Y, DETAIL_PX)
+    det = Panel(20, 95, DETAIL_X, DETAIL_Y, DETAIL_PX)
     far_y = min([t.position_m[1] for t in court.targets] + [t.fa_m[1] for t in court.targets]
                 + [DETAIL_Y[0]]) - 8.0
     far_x = (min([DETAIL_X[0]] + [t.fa_m[0] - 10 for t in court.targets]), DETAIL_X[1])
-    over = _Panel(det.x0 + det.size[0] + 70, 95, far_x, (far_y, DETAIL_Y[1]), OVER_PX)
+    over = Panel(det.x0 + det.size[0] + 70, 95, far_x, (far_y, DETAIL_Y[1]), OVER_PX)
     width = over.x0 + over.size[0] + 130
     legend_y = max(det.y0 + det.size[1], over.y0 + over.size[1]) + 40
     n_legend = len(instruments) + len(court.targets) + len(court.landmarks) + len(court.listeners) + 4
@@ -254,7 +115,7 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     _el(root, "text", "北 north ↑   东 east →   metres from the middle of the 堂's south edge",
         class_="yx-small", x=20, y=50)
 
-    lab = _Labeller()
+    lab = Labeller()
     _draw_detail(root, det, court, instruments, lab)
     _draw_overview(root, over, det, court, instruments)
     _draw_legend(root, 20, legend_y, court, instruments)
@@ -262,14 +123,14 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=False) + "\n"
 
 
-def _scale_bar(parent, p: _Panel, x_m: float, y_m: float, length_m: float) -> None:
+def _scale_bar(parent, p: Panel, x_m: float, y_m: float, length_m: float) -> None:
     x0, y = p(x_m, y_m)
     x1, _ = p(x_m + length_m, y_m)
     _el(parent, "path", d=f"M{x0},{y - 4} V{y} H{x1} V{y - 4}", fill="none", stroke="#333")
     _el(parent, "text", f"{length_m:g} m", class_="yx-small", x=x1 + 4, y=y, dy="0.35em")
 
 
-def _draw_detail(root, p: _Panel, court: Courtyard, instruments: dict, lab: _Labeller) -> None:
+def _draw_detail(root, p: Panel, court: Courtyard, instruments: dict, lab: Labeller) -> None:
     g = _el(root, "g", id="yx-detail")
     w, h = p.size
     _el(g, "rect", x=p.x0, y=p.y0, width=w, height=h, fill="#efe6d2", stroke="#8a7a5a")
@@ -285,7 +146,7 @@ def _draw_detail(root, p: _Panel, court: Courtyard, instruments: dict, lab: _Lab
     items = [(n, *f["position_m"][:2]) for n, f in instruments.items()
              if p.holds(*f["position_m"][:2])]
     xians = []                  # (县 label, pixel box) of each group of one 县 standing together
-    for grp in _clusters(items):
+    for grp in clusters(items):
         xian = {instruments[n].get("xian") for n, _, _ in grp}
         if len(xian) == 1 and next(iter(xian)) in XIAN_LABEL and len(grp) >= 2:
             pts = [p(x, y) for _, x, y in grp]
@@ -324,7 +185,7 @@ def _draw_detail(root, p: _Panel, court: Courtyard, instruments: dict, lab: _Lab
     _scale_bar(g, p, DETAIL_X[0] + 1, DETAIL_Y[0] + 1, 5.0)
 
 
-def _instrument(parent, name: str, facts: dict, cx: float, cy: float, lab: _Labeller,
+def _instrument(parent, name: str, facts: dict, cx: float, cy: float, lab: Labeller,
                 size: float = 13.0) -> None:
     g = _el(parent, "g", id=instrument_id(name), class_=f"yx-inst yx-{facts.get('family', 'other')}",
             data_instrument=name, data_xian=facts.get("xian", ""))
@@ -334,7 +195,7 @@ def _instrument(parent, name: str, facts: dict, cx: float, cy: float, lab: _Labe
     _el(g, "text", name, x=round(x, 1), y=round(y, 1), dy="0.35em", text_anchor=anchor)
 
 
-def _listener(parent, li: Listener, cx: float, cy: float, lab: _Labeller) -> None:
+def _listener(parent, li: Listener, cx: float, cy: float, lab: Labeller) -> None:
     g = _el(parent, "g", class_="yx-listener", data_listener=li.name)
     _el(g, "title", f"{li.name} — {li.english} (listener)")
     _el(g, "circle", cx=cx, cy=cy, r=5, fill="#fff", stroke="#0a5", stroke_width=2)
@@ -348,12 +209,12 @@ def _listener(parent, li: Listener, cx: float, cy: float, lab: _Labeller) -> Non
         text_anchor=anchor, fill="#075")
 
 
-def _draw_overview(root, p: _Panel, det: _Panel, court: Courtyard, instruments: dict) -> None:
+def _draw_overview(root, p: Panel, det: Panel, court: Courtyard, instruments: dict) -> None:
     g = _el(root, "g", id="yx-range")
     w, h = p.size
     _el(g, "rect", x=p.x0, y=p.y0, width=w, height=h, fill="#e8efe0", stroke="#7a8a5a")
     _el(g, "text", "侯道 · the target range", class_="yx-sub", x=p.x0, y=p.y0 - 8)
-    lab = _Labeller()
+    lab = Labeller()
     (x0, y1), (x1, y0) = p(court.tang_x_m[0], court.tang_y_m[0]), p(court.tang_x_m[1], court.tang_y_m[1])
     _el(g, "rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, fill="#d8c39a", stroke="#6b5530")
     _el(g, "text", "堂", class_="yx-small", x=(x0 + x1) / 2, y=(y0 + y1) / 2, dy="0.35em",
@@ -380,7 +241,7 @@ def _draw_overview(root, p: _Panel, det: _Panel, court: Courtyard, instruments: 
         lab.reserve(cx - 15, cy - 5, cx + 15, cy + 5)
         _el(tg, "text", f"{t.name} {t.distance_bu:g}步", class_="yx-label", x=cx + 18, y=cy,
             dy="0.35em")
-        lab.reserve(cx + 18, cy - 8, cx + 18 + _text_w(f"{t.name} {t.distance_bu:g}步", 13), cy + 8)
+        lab.reserve(cx + 18, cy - 8, cx + 18 + text_width(f"{t.name} {t.distance_bu:g}步", 13), cy + 8)
         fx, fy = p(*t.fa_m[:2])
         _el(tg, "rect", class_="yx-fa", x=fx - 6, y=fy - 3, width=12, height=6, fill="#8b5a2b")
         lab.reserve(fx - 7, fy - 4, fx + 7, fy + 4)

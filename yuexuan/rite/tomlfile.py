@@ -69,13 +69,14 @@ def table_lines(text: str, header: str) -> list:
 
 def table_line(text: str, header: str, index: int) -> int | None:
     """1-based line of the ``index``-th (0-based) ``[[header]]`` array-of-tables header."""
-    n = -1
-    for i, line in enumerate(_lines(text), start=1):
-        if line.strip() == f"[[{header}]]":
-            n += 1
-            if n == index:
-                return i
-    return None
+    lines = table_lines(text, header)
+    return lines[index] if 0 <= index < len(lines) else None
+
+
+def header_line(text: str, header: str) -> int | None:
+    """1-based line of the ``[header]`` table header, or None."""
+    target = f"[{header}]"
+    return next((i for i, line in enumerate(_lines(text), start=1) if line.strip() == target), None)
 
 
 class Fields:
@@ -89,11 +90,12 @@ class Fields:
     def _key(self, k: str) -> str:
         return f"{self.prefix}.{k}" if self.prefix else k
 
-    def _line(self, k: str) -> int | None:
+    def line_for(self, k: str) -> int | None:
+        """1-based line of key ``k`` (searched from this table's line), else this table's line."""
         return line_of(self.text, k, start=self.line or 1) or self.line
 
     def error(self, k: str, msg: str) -> UserError:
-        return UserError(msg, file=self.file, line=self._line(k), key=self._key(k))
+        return UserError(msg, file=self.file, line=self.line_for(k), key=self._key(k))
 
     def has(self, k: str) -> bool:
         return k in self.data
@@ -121,6 +123,35 @@ class Fields:
         if hi is not None and v > hi:
             raise self.error(k, f"{v!r} is too large; expected at most {hi}")
         return v
+
+    def table(self, k: str, default=...) -> "Fields":
+        """The table under key ``k`` (a ``[k]`` section at the top level, else an inline table)."""
+        line = header_line(self.text, k) if not self.prefix else None
+        return Fields(self.get(k, dict, default), self.file, self.text, self._key(k),
+                      line or self.line_for(k))
+
+    def tables(self, k: str, default=..., *, limit: int | None = None) -> list:
+        """The tables of the array under key ``k`` (``[[k]]`` headers at the top level, else an
+        inline array of tables), each as Fields named ``k[i]`` with its line; at most ``limit``."""
+        items = self.get(k, list, default)
+        if limit is not None and len(items) > limit:
+            raise self.error(k, f"{len(items)} {k}s; the limit is {limit}")
+        if self.prefix:
+            lines = [self.line_for(k)] * len(items) if items else []
+        else:
+            lines = table_lines(self.text, k)
+        return [Fields(item, self.file, self.text, f"{self._key(k)}[{i}]", lines[i] if i < len(lines) else None)
+                for i, item in enumerate(items)]
+
+    def strings(self, k: str) -> tuple:
+        """An array of non-empty strings (names) under key ``k``; () if absent."""
+        v = self.get(k, list, None)
+        if v is None:
+            return ()
+        for x in v:
+            if not isinstance(x, str) or not x:
+                raise self.error(k, f"expected an array of names, got {x!r}")
+        return tuple(v)
 
     def unknown(self, allowed: set) -> None:
         """Reject keys not in ``allowed`` (catches typos)."""

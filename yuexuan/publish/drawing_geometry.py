@@ -1,0 +1,73 @@
+"""Geometry of the courtyard drawing: metres to pixels, label widths and placement, and clusters
+of nearby instruments. Pure; no SVG is written here (that is :mod:`yuexuan.publish.drawing`)."""
+
+from __future__ import annotations
+
+import math
+
+
+class Panel:
+    """Maps courtyard metres to SVG pixels (north up)."""
+
+    def __init__(self, x0_px: float, y0_px: float, xr: tuple, yr: tuple, px: float):
+        self.x0, self.y0, self.xr, self.yr, self.px = x0_px, y0_px, xr, yr, px
+
+    def __call__(self, x: float, y: float) -> tuple:
+        return (round(self.x0 + (x - self.xr[0]) * self.px, 1),
+                round(self.y0 + (self.yr[1] - y) * self.px, 1))
+
+    @property
+    def size(self) -> tuple:
+        return ((self.xr[1] - self.xr[0]) * self.px, (self.yr[1] - self.yr[0]) * self.px)
+
+    def holds(self, x: float, y: float) -> bool:
+        return self.xr[0] <= x <= self.xr[1] and self.yr[0] <= y <= self.yr[1]
+
+
+def text_width(s: str, size: float) -> float:
+    """Rough width (px) of ``s`` at font ``size``: CJK full width, Latin about 0.6."""
+    return sum(size if ord(c) > 0x2E80 else 0.6 * size for c in s)
+
+
+class Labeller:
+    """Greedy label placement: right, left, below, above, then further out; avoids overlaps."""
+
+    def __init__(self):
+        self.boxes: list = []
+
+    def reserve(self, x0, y0, x1, y1) -> None:
+        self.boxes.append((x0, y0, x1, y1))
+
+    def _free(self, b) -> bool:
+        return all(b[2] <= o[0] or b[0] >= o[2] or b[3] <= o[1] or b[1] >= o[3] for o in self.boxes)
+
+    def place(self, cx: float, cy: float, text: str, size: float, gap: float = 10.0) -> tuple:
+        """Return (x, y, anchor) for the text near (cx, cy); the box is reserved."""
+        w, h = text_width(text, size), size * 1.15
+        cands = []
+        for k in (1.0, 1.8, 2.6):
+            g = gap * k
+            cands += [(cx + g, cy, "start", (cx + g, cy - h / 2, cx + g + w, cy + h / 2)),
+                      (cx - g, cy, "end", (cx - g - w, cy - h / 2, cx - g, cy + h / 2)),
+                      (cx, cy + g + h / 2, "middle", (cx - w / 2, cy + g, cx + w / 2, cy + g + h)),
+                      (cx, cy - g - h / 2, "middle", (cx - w / 2, cy - g - h, cx + w / 2, cy - g))]
+        for x, y, anchor, box in cands:
+            if self._free(box):
+                self.reserve(*box)
+                return x, y, anchor
+        x, y, anchor, box = cands[0]
+        self.reserve(*box)
+        return x, y, anchor
+
+
+def clusters(items: list, gap_m: float = 3.5) -> list:
+    """Split (name, x, y) items into groups whose members lie within ``gap_m`` of another."""
+    groups: list = []
+    for it in items:
+        near = [g for g in groups if any(math.hypot(it[1] - o[1], it[2] - o[2]) <= gap_m for o in g)]
+        merged = [it]
+        for g in near:
+            merged += g
+            groups.remove(g)
+        groups.append(merged)
+    return groups

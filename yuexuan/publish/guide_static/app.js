@@ -1,0 +1,128 @@
+'use strict';
+// yuexuan guide: everything timed comes from the embedded timeline JSON (the Timeline contract).
+(function () {
+  const data = JSON.parse(document.getElementById('timeline-data').textContent);
+  const audio = document.getElementById('audio');
+  const slider = document.getElementById('time');
+  const clock = document.getElementById('clock');
+  const captionBox = document.getElementById('caption');
+  const soundingBox = document.getElementById('sounding');
+  const HOLD_S = 0.25;   // a stroke stays lit at least this long (s)
+  const LEAD_S = 0.02;   // light a note this much before its onset (s), against rounding
+  const hasAudio = !!(audio && audio.querySelector('source'));
+  let virtualTime = 0;
+
+  // Per instrument: onsets (ascending) and the running maximum of the note ends.
+  const byInst = new Map();
+  for (const n of data.notes) {
+    if (!byInst.has(n.instrument)) byInst.set(n.instrument, []);
+    byInst.get(n.instrument).push([n.time, n.time + Math.max(n.duration, HOLD_S)]);
+  }
+  const index = [];
+  for (const [name, list] of byInst) {
+    list.sort((a, b) => a[0] - b[0]);
+    const on = new Float64Array(list.length), maxEnd = new Float64Array(list.length);
+    let m = -Infinity;
+    list.forEach((p, i) => { on[i] = p[0]; m = Math.max(m, p[1]); maxEnd[i] = m; });
+    const el = document.getElementById('inst-' + name.replace(/ /g, '_'));
+    index.push({ name, on, maxEnd, el });
+  }
+  function lastAtOrBefore(arr, t) {      // index of the last element <= t, or -1
+    let lo = 0, hi = arr.length - 1, ans = -1;
+    while (lo <= hi) { const mid = (lo + hi) >> 1; if (arr[mid] <= t) { ans = mid; lo = mid + 1; } else hi = mid - 1; }
+    return ans;
+  }
+  function soundingAt(t) {
+    const out = [];
+    for (const it of index) {
+      const i = lastAtOrBefore(it.on, t + LEAD_S);
+      if (i >= 0 && it.maxEnd[i] > t) out.push(it);
+    }
+    return out;
+  }
+
+  const cues = data.cues.slice().sort((a, b) => a.start - b.start);
+  const buttons = Array.from(document.querySelectorAll('button.cue'));
+  function fmt(t) {
+    t = Math.max(0, Math.floor(t));
+    const h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, s = t % 60;
+    return (h ? h + ':' + String(m).padStart(2, '0') : m) + ':' + String(s).padStart(2, '0');
+  }
+  function now() { return hasAudio ? audio.currentTime : virtualTime; }
+
+  // Captions: the <track> loads captions.vtt; from file:// browsers refuse it (file: URLs are
+  // unique origins), so there the same VTT text, embedded in the page, is given as a data: URL.
+  const track = document.getElementById('captions');
+  function captionFromTrack() {
+    const tt = track && track.track;
+    if (!tt || !tt.activeCues) return null;
+    return Array.from(tt.activeCues).map(c => c.text).join('\n');
+  }
+  if (track) {
+    track.track.mode = 'hidden';
+    if (location.protocol === 'file:') {
+      const vtt = JSON.parse(document.getElementById('captions-data').textContent);
+      track.src = 'data:text/vtt;charset=utf-8,' + encodeURIComponent(vtt);
+    } else {
+      track.src = 'captions.vtt';
+    }
+    track.track.addEventListener('cuechange', () => update());
+  }
+
+  let lastKey = '';
+  function update() {
+    const t = now();
+    const on = soundingAt(t);
+    const lit = new Set(on.map(it => it.name));
+    for (const it of index) if (it.el) it.el.classList.toggle('sounding', lit.has(it.name));
+    const key = Array.from(lit).sort().join(' ');
+    if (key !== lastKey) { soundingBox.textContent = key ? '♪ ' + Array.from(lit).join('、') : ''; lastKey = key; }
+    let current = null;
+    for (const c of cues) if (c.start <= t && t < c.end) current = c;
+    for (const b of buttons) {
+      if (current && b.dataset.cue === current.id) b.setAttribute('aria-current', 'true');
+      else b.removeAttribute('aria-current');
+    }
+    const cap = captionFromTrack();
+    if (cap !== null && captionBox.textContent !== cap) captionBox.textContent = cap;
+    if (document.activeElement !== slider) slider.value = t.toFixed(1);
+    clock.textContent = fmt(t);
+    document.body.dataset.time = t.toFixed(3);
+  }
+  function seek(t) {
+    t = Math.max(0, Math.min(t, Number(slider.max)));
+    if (hasAudio) { audio.currentTime = t; }
+    else {
+      virtualTime = t;
+      if (track && track.track && track.track.cues) {   // no media clock: pick the cue by hand
+        const active = Array.from(track.track.cues).filter(c => c.startTime <= t && t < c.endTime);
+        captionBox.textContent = active.map(c => c.text).join('\n');
+      }
+    }
+    update();
+  }
+  window.yuexuanSeek = seek;
+  window.yuexuanSounding = t => soundingAt(t).map(it => it.name);
+
+  if (hasAudio) {
+    for (const ev of ['timeupdate', 'seeked', 'seeking', 'play', 'pause', 'loadedmetadata']) audio.addEventListener(ev, update);
+    let raf = 0;
+    const loop = () => { update(); raf = audio.paused ? 0 : requestAnimationFrame(loop); };
+    audio.addEventListener('play', () => { if (!raf) raf = requestAnimationFrame(loop); });
+  }
+  slider.addEventListener('input', () => seek(Number(slider.value)));
+  buttons.forEach(b => b.addEventListener('click', () => { seek(Number(b.dataset.start)); }));
+  document.addEventListener('keydown', ev => {
+    if (ev.target && /^(INPUT|SELECT|TEXTAREA)$/.test(ev.target.tagName)) return;
+    if (ev.key !== '[' && ev.key !== ']') return;
+    const t = now();
+    let i = cues.findIndex(c => c.start > t + 0.05);
+    if (i < 0) i = cues.length;
+    const target = ev.key === ']' ? cues[i] : cues[Math.max(0, i - 2)];
+    if (target) { seek(target.start); ev.preventDefault(); }
+  });
+  const lang = document.getElementById('lang');
+  lang.addEventListener('change', () => { document.documentElement.dataset.lang = lang.value; });
+  document.documentElement.dataset.ready = '1';
+  update();
+})();

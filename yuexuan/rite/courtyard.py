@@ -1,0 +1,95 @@
+"""The courtyard of the rite (``rite/courtyard.toml``): the 堂, landmarks, targets and listener seats.
+
+Frame: metres, x east, y north, z up; the origin is the middle of the 堂's south edge. The one
+reader of this file: the renderer takes its listeners (:func:`listeners`), the drawing all of it
+(:func:`load`). Errors name the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from yuexuan import data
+from yuexuan.errors import UserError
+from yuexuan.rite import tomlfile
+
+
+@dataclass(frozen=True)
+class Place:
+    """A landmark (阼阶, 西阶, 物)."""
+    name: str
+    english: str
+    position_m: tuple          # (x, y, z) metres
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A 侯 and its 乏."""
+    name: str
+    pinyin: str
+    english: str
+    distance_bu: float         # 侯道 in 貍步
+    position_m: tuple          # (x, y, z) metres
+    fa_m: tuple                # the 乏 (screen), (x, y, z) metres
+
+
+@dataclass(frozen=True)
+class Listener:
+    """A seat the rite is heard from (宾, 公, 中庭)."""
+    name: str
+    english: str
+    position_m: tuple          # (x, y, z) metres
+    facing_deg: float          # 0 = north, 90 = east
+
+
+@dataclass(frozen=True)
+class Courtyard:
+    tang_x_m: tuple            # the 堂's (west, east) edges, metres
+    tang_y_m: tuple            # its (south, north) edges, metres
+    bu_m: float                # one 貍步, metres
+    landmarks: tuple           # Place …
+    targets: tuple             # Target …
+    listeners: tuple           # Listener …
+
+
+def _metres(f: tomlfile.Fields, key: str, n: int = 3, shape: str = "[x, y, z]") -> tuple:
+    """An array of ``n`` numbers (metres) under ``key``."""
+    v = f.get(key, list)
+    if len(v) != n or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in v):
+        raise f.error(key, f"expected {shape} in metres")
+    return tuple(float(a) for a in v)
+
+
+def _listeners(top: tomlfile.Fields) -> tuple:
+    out = {}
+    for f in top.tables("listener", []):
+        name = f.get("name", str)
+        if name in out:
+            raise f.error("name", f"duplicate listener {name!r}")
+        out[name] = Listener(name, f.get("english", str, ""), _metres(f, "position_m"),
+                             f.get("facing_deg", float, 0.0))
+    if not out:
+        raise top.error("listener", "no [[listener]] positions")
+    return tuple(out.values())
+
+
+def load(path: str | Path | None = None) -> Courtyard:
+    """Read ``rite/courtyard.toml`` from the current data (or ``path``)."""
+    path = Path(path) if path else data.current().path("rite", "courtyard.toml")
+    doc, text = tomlfile.load(path)
+    top = tomlfile.Fields(doc, str(path), text, "")
+    tang = top.table("tang")
+    tang_x_m, tang_y_m = (_metres(tang, key, 2, "[min, max]") for key in ("x_m", "y_m"))
+    landmarks = tuple(Place(f.get("name", str), f.get("english", str, ""), _metres(f, "position_m"),
+                            f.get("source", str, "")) for f in top.tables("landmark", []))
+    targets = tuple(Target(f.get("name", str), f.get("pinyin", str, ""), f.get("english", str, ""),
+                           f.get("distance_bu", float), _metres(f, "position_m"), _metres(f, "fa_m"))
+                    for f in top.tables("target", []))
+    return Courtyard(tang_x_m, tang_y_m, top.get("bu_m", float, 1.386), landmarks, targets, _listeners(top))
+
+
+def listeners(path: str | Path | None = None) -> dict:
+    """The listener seats by name (宾, 公, 中庭)."""
+    return {li.name: li for li in load(path).listeners}

@@ -1,0 +1,145 @@
+"""The cue sheet's ``[[cue]]`` tables: one pure function per part of a cue (its instruments, its
+县, its calls, its pairs, its length), checked against the known pieces, instruments, variants and
+the roster. Every problem raises :class:`~yuexuan.errors.UserError` naming the file, line and key.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, Call, CueSpec
+from yuexuan.rite.cuesheet_setting import seconds
+from yuexuan.rite.instruments import KINDS
+from yuexuan.rite.tomlfile import Fields
+from yuexuan.rite.tuning import WUSHENG
+
+CUE_KEYS = {"id", "piece", "action", "kind", "performers", "starts_when", "ends_when", "source", "gloss",
+            "xian", "melody", "jie", "intro", "open_ended", "default_seconds", "zhong", "sanzhong",
+            "accompaniment", "calls", "round", "pairs", "arrow_seconds", "pair_seconds", "reconstruction",
+            "syllable_seconds", "note_seconds"}
+CALL_KEYS = {"who", "sheng", "word", "at", "seconds", "velocity", "plain"}
+XIAN_SIDES = ("东", "西", "北", "南", "堂上")
+
+
+class Known(NamedTuple):
+    """What a cue may name: pieces and instruments by name, variant definitions
+    (rite/variants.toml) by key, and the roster's pair groups and ids."""
+    pieces: dict
+    instruments: dict
+    vdefs: dict
+    groups: frozenset
+
+
+def cues(top: Fields, known: Known) -> tuple:
+    """Every ``[[cue]]`` of the sheet, in order; ids unique."""
+    tables = top.tables("cue", limit=MAX_CUES)
+    if not tables:
+        raise top.error("cue", "a cue sheet needs at least one [[cue]]")
+    out, first_at = [], {}
+    for i, cf in enumerate(tables):
+        cf.unknown(CUE_KEYS)
+        cid = cf.get("id", str)
+        if not cid.strip() or "," in cid:
+            raise cf.error("id", "expected a non-empty id without commas")
+        if cid in first_at:
+            raise cf.error("id", f"duplicate cue id {cid!r} (first at cue[{first_at[cid]}])")
+        first_at[cid] = i
+        out.append(cue(cf, cid, known))
+    return tuple(out)
+
+
+def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
+    """One ``[[cue]]`` table (its id already checked)."""
+    kind = cf.get("kind", str, "music", choices=CUE_KINDS)
+    piece = cf.get("piece", str)
+    if kind in ("music", "shejie") and piece not in known.pieces:
+        raise cf.error("piece", f"unknown piece {piece!r}; expected one of: {', '.join(sorted(known.pieces))}")
+    melody, jie, intro = (_instrument_names(cf, key, known.instruments) for key in ("melody", "jie", "intro"))
+    xian, xian_variant = _xian(cf, known.vdefs)
+    for key in ("sanzhong", "accompaniment"):
+        if cf.has(key) and cf.get(key, str) not in known.vdefs:
+            raise cf.error(key, f"unknown variant {cf.data[key]!r}; expected one of: {', '.join(known.vdefs)}")
+    cue_calls = calls(cf, known.instruments)
+    if kind == "calls" and not cue_calls:
+        raise cf.error("calls", "a calls cue needs at least one call")
+    pairs = _pairs(cf, kind, known.groups)
+    zhong, open_ended = _length(cf, kind)
+    if kind == "music" and not melody:
+        raise cf.error("melody", "a music cue needs the instruments that play its melody")
+    return CueSpec(
+        id=cid, piece=piece, action=cf.get("action", str), kind=kind, source=cf.get("source", str),
+        line=cf.line, performers=cf.get("performers", str, ""), starts_when=cf.get("starts_when", str, ""),
+        ends_when=cf.get("ends_when", str, ""), gloss=cf.get("gloss", str, ""), xian=xian,
+        xian_variant=xian_variant, melody=melody, jie=jie, intro=intro, open_ended=open_ended,
+        default_seconds=seconds(cf, "default_seconds", None, lo=0.1), zhong=zhong,
+        sanzhong=cf.get("sanzhong", str, None), accompaniment=cf.get("accompaniment", str, None),
+        calls=cue_calls, round=cf.get("round", int, None, lo=1, hi=3), pairs=pairs,
+        arrow_seconds=seconds(cf, "arrow_seconds", 4.0, lo=0.1),
+        pair_seconds=seconds(cf, "pair_seconds", 8.0),
+        reconstruction=cf.get("reconstruction", bool, None),
+        syllable_seconds=seconds(cf, "syllable_seconds", None, lo=0.05),
+        note_seconds=seconds(cf, "note_seconds", None, lo=0.05))
+
+
+def _instrument_names(cf: Fields, key: str, instruments: dict) -> tuple:
+    """``melody``, ``jie`` or ``intro``: instrument names or kinds (钟 磬 …)."""
+    names = cf.strings(key)
+    for name in names:
+        if name not in instruments and name not in KINDS:
+            raise cf.error(key, f"unknown instrument {name!r}; expected an instrument name "
+                                f"({', '.join(instruments)}) or a kind ({', '.join(KINDS)})")
+    return names
+
+
+def _xian(cf: Fields, vdefs: dict) -> tuple:
+    """(县 sides or None for all, (variant key, for whom) or None) from ``xian``."""
+    if not cf.has("xian"):
+        return None, None
+    if isinstance(cf.data["xian"], dict):
+        xf = cf.table("xian")
+        xf.unknown({"variant", "for"})
+        by_seat = tuple(k for k, v in vdefs.items()
+                        if any(isinstance(o, dict) and "宾" in o for o in v["options"].values()))
+        key = xf.get("variant", str, choices=by_seat)
+        return None, (key, xf.get("for", str, choices=("宾", "公")))
+    sides = cf.strings("xian")
+    for s in sides:
+        if s not in XIAN_SIDES:
+            raise cf.error("xian", f"unknown 县 {s!r}; expected 东, 西, 北, 南 or 堂上")
+    return sides, None
+
+
+def calls(cf: Fields, instruments: dict) -> tuple:
+    """The cue's ``calls``: the 负侯者's calls, each on a 声 of the mode."""
+    out = []
+    for kf in cf.tables("calls", []):
+        kf.unknown(CALL_KEYS)
+        who = kf.get("who", str)
+        if who not in instruments:
+            raise kf.error("who", f"unknown instrument {who!r}")
+        out.append(Call(who, kf.get("sheng", str, choices=WUSHENG), kf.get("word", str, ""),
+                        seconds(kf, "at"), seconds(kf, "seconds", lo=0.01),
+                        kf.get("velocity", int, 90, lo=1, hi=127), kf.get("plain", bool, False)))
+    return tuple(out)
+
+
+def _pairs(cf: Fields, kind: str, groups: frozenset) -> tuple:
+    """The groups or pair ids that shoot, each known to the roster; required when shooting."""
+    sel = cf.strings("pairs")
+    for n in sel:
+        if n not in groups:
+            raise cf.error("pairs", f"no pair or group named {n!r} in the roster ([[pair]] tables)")
+    if kind in ("shoot", "shejie") and not sel:
+        raise cf.error("pairs", "a shooting cue needs the pairs (groups or ids) that shoot")
+    return sel
+
+
+def _length(cf: Fields, kind: str) -> tuple:
+    """(zhong, open_ended): a music cue has exactly one of them."""
+    zhong = cf.get("zhong", int, None, lo=1, hi=1000)
+    open_ended = cf.get("open_ended", bool, False)
+    if kind == "music" and zhong is None and not open_ended:
+        raise cf.error("zhong", "a music cue needs its length: `zhong = N` (终) or `open_ended = true`")
+    if zhong is not None and open_ended:
+        raise cf.error("open_ended", "give either `zhong` or `open_ended`, not both")
+    return zhong, open_ended

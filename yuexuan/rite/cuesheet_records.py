@@ -1,0 +1,127 @@
+"""What a parsed cue sheet holds: plain frozen dataclasses (see docs/cuesheet.md for the format)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RANKS = ("天子", "诸侯", "卿大夫", "士")
+ARCHER_RANKS = ("公", "宾", "卿", "大夫", "士")
+CUE_KINDS = ("music", "calls", "shoot", "shejie")
+MAX_SECONDS = 6 * 3600.0          # no single setting may exceed six hours
+MAX_PAIRS = 200_000
+MAX_CUES = 10_000
+
+
+@dataclass(frozen=True)
+class Archer:
+    name: str
+    rank: str                 # 公 | 宾 | 卿 | 大夫 | 士
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: str
+    group: str
+    upper: Archer             # 上射
+    lower: Archer             # 下射
+    hits: tuple = ()          # per round: 8 marks in shooting order, x = hit
+
+    @property
+    def first(self) -> str:
+        """Who looses first: the 上射, except in the 公's pair (公下射也，而先发不留尊也)."""
+        return "下射" if self.lower.rank == "公" else "上射"
+
+    def shooter(self, k: int) -> tuple:
+        """(role, archer) of the k-th arrow (0-based) of the pair's 8, by 拾发."""
+        first = self.first
+        role = first if k % 2 == 0 else ("上射" if first == "下射" else "下射")
+        return role, (self.upper if role == "上射" else self.lower)
+
+    def hit(self, round_: int, k: int) -> bool:
+        if round_ - 1 >= len(self.hits):
+            return False
+        s = self.hits[round_ - 1]
+        return k < len(s) and s[k] == "x"
+
+
+@dataclass(frozen=True)
+class Call:
+    who: str
+    sheng: str
+    word: str
+    at: float
+    seconds: float
+    velocity: int
+    plain: bool = False
+
+
+@dataclass(frozen=True)
+class CueSpec:
+    id: str
+    piece: str
+    action: str
+    kind: str
+    source: str
+    line: int | None = None
+    performers: str = ""
+    starts_when: str = ""
+    ends_when: str = ""
+    gloss: str = ""
+    xian: tuple | None = None           # 县 sides, or None (all)
+    xian_variant: tuple | None = None   # (variant key, for whom)
+    melody: tuple = ()
+    jie: tuple = ()
+    intro: tuple = ()
+    open_ended: bool = False
+    default_seconds: float | None = None
+    zhong: int | None = None
+    sanzhong: str | None = None         # variant key giving the pieces of the 三终
+    accompaniment: str | None = None    # variant key giving accompanying instruments
+    calls: tuple = ()
+    round: int | None = None
+    pairs: tuple = ()                   # group names or pair ids
+    arrow_seconds: float = 4.0
+    pair_seconds: float = 8.0
+    reconstruction: bool | None = None
+    syllable_seconds: float | None = None
+    note_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Ceremony:
+    """The ``[ceremony]`` table."""
+    name: str
+    rank: str                 # 天子 | 诸侯 | 卿大夫 | 士
+    huangzhong_hz: float
+    gong: object              # tuning.Pitch: the 宫 of the rite's mode (calls 以宫 … 以商)
+    gap_seconds: float
+    syllable_seconds: float
+    note_seconds: float
+    open_ended_seconds: float
+
+
+@dataclass(frozen=True)
+class Shejie:
+    jie_seconds: float = 4.0
+    pi_offsets: tuple = (0.0, 0.3)
+    gu_offsets: tuple = (1.0, 3.0)
+    syllables_per_jie: int = 4
+    heard_jie: int | None = None
+
+
+@dataclass(frozen=True)
+class CueSheet(Ceremony):
+    """A whole sheet: its ``[ceremony]`` settings (inherited fields) and everything else."""
+    file: str
+    variants: dict            # variant key -> chosen option (defaults filled in)
+    shejie: Shejie
+    pairs: tuple
+    cues: tuple
+    text: str = field(default="", repr=False)
+
+    def pair_selection(self, names: tuple) -> list:
+        """Pairs named by group or id, in roster order within each name, names in the given order."""
+        out = []
+        for n in names:
+            out.extend(p for p in self.pairs if p.group == n or p.id == n)
+        return out
