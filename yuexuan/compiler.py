@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from yuexuan.rite import cuesheet, instruments as instruments_mod, pieces as pieces_mod
 from yuexuan.rite import suspension as suspension_mod, variants as variants_mod
-from yuexuan.errors import UserError
+from yuexuan.errors import UserError, unknown_cue
 from yuexuan.timeline import Beat, Ceremony, Cue, Note, Timeline
 from yuexuan.rite.tuning import Pitch, hz_to_midi, parse_pitch, wusheng
 
@@ -21,11 +22,20 @@ STROKE_S = 0.4            # MIDI length of a drum stroke
 BO_STEPS = 2.0            # a 鑮 stroke lasts two note steps
 CALL_DELAY_S = (1.5, 2.6)     # 获者: 举旌以宫, then 偃旌以商, after the arrow is loosed
 CALL_LEN_S = (1.0, 0.8)
-CALL_STEP_S = 0.5         # the grid the calls are written on (their offsets are multiples of it)
+CALL_STEP_S = 0.5         # beat_s of a calls cue: the 去侯 calls start (0, 5 s) and end (3.5, 7.5 s) on it
 MAX_NOTES = 5_000_000     # refuse to build more sounded events than this (memory guard)
 MAX_TIMELINE_S = 24 * 3600.0   # a compiled selection may last at most a day
 
 VELOCITY = {"melody": 84, "phrase_accent": 12, "建鼓": 104, "鼙": 88, "鼗": 80, "鑮": 96}
+
+
+class _Placed(NamedTuple):
+    """One cue's notes placed: what its :class:`~yuexuan.timeline.Cue` record needs."""
+
+    end: float                # s
+    phrases: list             # phrase start times, s
+    beat_s: float             # the cue's metrical step, s (docs/timeline.md, "beat_s")
+    reconstruction: bool = False
 
 
 @dataclass
@@ -101,7 +111,19 @@ def _cue_sides(spec, sheet, vdefs):
     return spec.xian
 
 
-def _music(b: _Builder, spec, t0: float, pieces: dict, vdefs: dict) -> tuple:
+def _step(b: _Builder, spec, pieces: dict, title: str) -> float:
+    """Seconds per note of ``title`` in this cue: one syllable if it has words, else one note."""
+    piece = pieces.get(title)
+    if piece is None:
+        raise UserError(f"cue {spec.id!r}: unknown piece {title!r} (from variant {spec.sanzhong})",
+                        file=b.sheet.file, line=spec.line, key="sanzhong")
+    if any(word is not None for _, word in piece.notes()):
+        return spec.syllable_seconds or b.sheet.syllable_seconds
+    return spec.note_seconds or b.sheet.note_seconds
+
+
+def _music(b: _Builder, spec, t0: float, pieces: dict, vdefs: dict) -> _Placed:
+    """A played or sung cue; its beat is one note step of its first piece (:func:`_step`)."""
     sheet = b.sheet
     sides = _cue_sides(spec, sheet, vdefs)
     melody = b.resolve(spec.melody, sides)
@@ -115,7 +137,6 @@ def _music(b: _Builder, spec, t0: float, pieces: dict, vdefs: dict) -> tuple:
         b.warnings.append(f"cue {spec.id!r}: no melody instrument is hung for a {sheet.rank} "
                           f"({b.sides}); the cue is silent")
     t = t0
-    beat_s = spec.note_seconds or sheet.note_seconds
     for k, tok in enumerate(spec.intro):
         for inst in b.resolve([tok], sides):
             b.note(spec, t0 + k * INTRO_STEP_S, 0.8 if inst.kind == "鼗" else STROKE_S, inst, None,
@@ -130,29 +151,27 @@ def _music(b: _Builder, spec, t0: float, pieces: dict, vdefs: dict) -> tuple:
         titles = [spec.piece] * spec.zhong
     else:
         titles = [spec.piece]
+    steps = [_step(b, spec, pieces, title) for title in titles]
+    beat_s = steps[0]
+    if len(set(steps)) > 1:
+        b.warnings.append(f"cue {spec.id!r}: its pieces move at different steps "
+                          f"({', '.join(f'{s:g}' for s in dict.fromkeys(steps))} s); its beat_s is the "
+                          f"first's, {beat_s:g} s")
     target = None
     if spec.open_ended:
         target = spec.default_seconds or sheet.open_ended_seconds
-    phrases, used = [], []
+    phrases = []
     reconstruction = False
     run = 0
     while True:
-        for title in titles:
-            piece = pieces.get(title)
-            if piece is None:
-                raise UserError(f"cue {spec.id!r}: unknown piece {title!r} (from variant {spec.sanzhong})",
-                                file=sheet.file, line=spec.line, key="sanzhong")
-            used.append(title)
+        for title, step in zip(titles, steps):
+            piece = pieces[title]
             reconstruction |= piece.reconstruction
-            worded = any(s is not None for _, s in piece.notes())
-            step = ((spec.syllable_seconds or sheet.syllable_seconds) if worded
-                    else (spec.note_seconds or sheet.note_seconds))
-            beat_s = step
             for i, (pitch, syl) in enumerate(piece.notes()):
                 accent = i % piece.phrase_syllables == 0
                 if accent:
                     if target is not None and t - t0 >= target:
-                        return t, phrases, reconstruction, used, beat_s
+                        return _Placed(t, phrases, beat_s, reconstruction)
                     phrases.append(t)
                     for inst in jie:
                         b.note(spec, t, step * BO_STEPS if inst.pitched else STROKE_S, inst, None,
@@ -167,7 +186,7 @@ def _music(b: _Builder, spec, t0: float, pieces: dict, vdefs: dict) -> tuple:
                 t += step
         run += 1
         if target is None:
-            return t, phrases, reconstruction, used, beat_s
+            return _Placed(t, phrases, beat_s, reconstruction)
         if run > 100_000:
             raise UserError(f"cue {spec.id!r}: open-ended length never reached", file=sheet.file,
                             line=spec.line)
@@ -183,7 +202,8 @@ def _huo_calls(b: _Builder, spec, t_arrow: float):
         b.note(spec, t_arrow + delay, length, caller, parse_pitch(ws[sheng]), vel, lyric="获", key="calls")
 
 
-def _calls(b: _Builder, spec, t0: float, vdefs: dict) -> float:
+def _calls(b: _Builder, spec, t0: float, vdefs: dict) -> _Placed:
+    """The 负侯者's calls at their offsets; the beat is :data:`CALL_STEP_S`."""
     calls = list(spec.calls)
     gongshang = variants_mod.effect(vdefs, b.sheet.variants, "fuhou_round3")["gongshang"]
     if calls and all(c.plain for c in calls) and gongshang:
@@ -196,10 +216,11 @@ def _calls(b: _Builder, spec, t0: float, vdefs: dict) -> float:
         b.note(spec, t0 + c.at, c.seconds, inst, parse_pitch(ws[c.sheng]), c.velocity, lyric=c.word or None,
                key="calls")
         end = max(end, t0 + c.at + c.seconds)
-    return end
+    return _Placed(end, [t0], CALL_STEP_S)
 
 
-def _shoot(b: _Builder, spec, t0: float) -> tuple:
+def _shoot(b: _Builder, spec, t0: float) -> _Placed:
+    """An unaccompanied round: the 获者's calls after each hit; the beat is the arrow step."""
     pairs = b.sheet.pair_selection(spec.pairs)
     t, phrases = t0, []
     rnd = spec.round or 1
@@ -210,16 +231,21 @@ def _shoot(b: _Builder, spec, t0: float) -> tuple:
             if pair.hit(rnd, k):
                 _huo_calls(b, spec, ta)
         t += spec.pair_seconds + 8 * spec.arrow_seconds
-    return t, phrases
+    return _Placed(t, phrases, spec.arrow_seconds)
 
 
-def _shejie(b: _Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: dict) -> tuple:
+def _shejie(b: _Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: dict) -> _Placed:
+    """The 射节 of round 3; the beat is one syllable of the sung line, jie_seconds / syllables_per_jie."""
     sheet, sj = b.sheet, b.sheet.shejie
     n_jie = ranks[sheet.rank].shejie_jie
     shoot_jie = variants_mod.effect(vdefs, sheet.variants, "shejie")["shoot_jie"]
     heard = sj.heard_jie if sj.heard_jie is not None else n_jie - shoot_jie
-    if heard < 0 or heard + shoot_jie > max(n_jie, heard + shoot_jie):
-        raise UserError(f"射节: {n_jie} 节 cannot hold {shoot_jie} shooting 节", file=sheet.file, key="shejie")
+    # a pair's turn is its heard 节 then its shooting 节, within the rank's N 节; heard_jie may make
+    # the turn shorter than N (fewer heard 节), never longer
+    if heard < 0 or heard + shoot_jie > n_jie:
+        raise UserError(f"射节: a {sheet.rank}'s {n_jie} 节 cannot hold {max(heard, 0)} heard and "
+                        f"{shoot_jie} shooting 节", file=sheet.file,
+                        key="shejie.heard_jie" if sj.heard_jie is not None else "variants.shejie")
     per_pair = heard + shoot_jie
     piece = pieces[spec.piece]
     tune = piece.notes()
@@ -264,7 +290,7 @@ def _shejie(b: _Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: dict
                            VELOCITY["melody"] + (VELOCITY["phrase_accent"] if s == 0 else 0),
                            lyric=word if inst.family == "voice" else None)
             g += 1
-    return t0 + g * J, phrases, piece.reconstruction
+    return _Placed(t0 + g * J, phrases, J / spj, piece.reconstruction)
 
 
 def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: dict, vdefs: dict,
@@ -276,11 +302,10 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     """
     specs = list(sheet.cues)
     if select:
-        known = {c.id for c in specs}
+        known = [c.id for c in specs]
         for cid in select:
             if cid not in known:
-                raise UserError(f"unknown cue id {cid!r}; the sheet has: {', '.join(c.id for c in specs)}",
-                                file=sheet.file, key="--cues")
+                raise unknown_cue(cid, known, key="--cues", file=sheet.file)
         specs = [c for c in specs if c.id in set(select)]
     rank = ranks[sheet.rank]
     b = _Builder(sheet, insts, rank.sides,
@@ -290,25 +315,21 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
         if n:
             t += sheet.gap_seconds
         first_note = len(b.notes)
-        recon = False
         if spec.kind == "music":
-            end, phrases, recon, _, beat_s = _music(b, spec, t, pieces, vdefs)
+            placed = _music(b, spec, t, pieces, vdefs)
         elif spec.kind == "calls":
-            end, phrases = _calls(b, spec, t, vdefs), [t]
-            beat_s = CALL_STEP_S
+            placed = _calls(b, spec, t, vdefs)
         elif spec.kind == "shoot":
-            end, phrases = _shoot(b, spec, t)
-            beat_s = spec.arrow_seconds
+            placed = _shoot(b, spec, t)
         else:
-            end, phrases, recon = _shejie(b, spec, t, pieces, ranks, vdefs)
-            beat_s = sheet.shejie.jie_seconds / sheet.shejie.syllables_per_jie
+            placed = _shejie(b, spec, t, pieces, ranks, vdefs)
         names = {x.instrument for x in b.notes[first_note:]}
         used = tuple(i for i in insts if i in names)
-        cues.append(Cue(spec.id, spec.piece, spec.action, t, end, used,
-                        spec.reconstruction if spec.reconstruction is not None else recon, spec.source,
+        recon = spec.reconstruction if spec.reconstruction is not None else placed.reconstruction
+        cues.append(Cue(spec.id, spec.piece, spec.action, t, placed.end, used, recon, spec.source,
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
-                        spec.gloss, tuple(phrases), beat_s))
-        t = end
+                        spec.gloss, tuple(placed.phrases), placed.beat_s))
+        t = placed.end
         if t > MAX_TIMELINE_S:
             raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "
                             f"{spec.id!r}; shorten open-ended lengths, gaps or the roster",

@@ -1,18 +1,18 @@
 """The Timeline: the single source of truth for timing, read by every output.
 
 All times are seconds from the start of the compiled selection. The JSON form
-(:func:`to_dict` / :func:`from_dict`) is a documented, stable contract: see
-``docs/timeline.md``.
+(:func:`to_dict` / :func:`from_dict`) is a documented, stable contract: the JSON Schema
+``yuexuan/timeline.schema.json``, described in ``docs/timeline.md``.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import MISSING, asdict, dataclass, field, fields
+import json
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-SCHEMA_VERSION = 2
+from yuexuan.timeline_schema import SCHEMA_VERSION, validate
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ class Cue:
     performers: str = ""
     gloss: str = ""           # English gloss of the source
     phrases: tuple = ()       # start times (s) of its phrases; a soft stop ends at the next one
-    beat_s: float = 1.0       # metrical step of the cue's own music, s (one syllable, one note, one call step)
+    # metrical step of the cue's own music, s: one quarter note of the MIDI tempo map, the MusicXML
+    # metronome and the live MIDI clock (docs/timeline.md, "beat_s"; required in the JSON)
+    beat_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -158,80 +160,28 @@ def to_dict(tl: Timeline) -> dict:
             "beats": beats, "instruments": tl.instruments}
 
 
-_JSON_TYPES = {"str": str, "float": (int, float), "int": int, "bool": bool, "tuple": list, "dict": dict}
-_RANGES = {"midi": (0, 127), "velocity": (0, 127)}
-
-
-def _checked(cls, d, where: str, element=None):
-    """``cls(**d)`` with each field's JSON type checked (numbers finite, MIDI values 0..127,
-    list fields' items of type ``element[name]``); ValueError naming ``where`` otherwise."""
-    if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
-    known = {f.name: f for f in fields(cls)}
-    for k in d:
-        if k not in known:
-            raise ValueError(f"{where}: unknown field {k!r}")
-    for name, f in known.items():
-        if name not in d:
-            if f.default is MISSING and f.default_factory is MISSING:
-                raise ValueError(f"{where}: missing field {name!r}")
-            continue
-        v, kinds = d[name], [a.strip() for a in str(f.type).split("|")]
-        if v is None and "None" in kinds:
-            continue
-        items = v if kinds[0] == "tuple" and isinstance(v, list) else [v]
-        want = (element or {}).get(name, kinds[0]) if kinds[0] == "tuple" else kinds[0]
-        for x in items:
-            ok = isinstance(x, _JSON_TYPES[want]) and not (want in ("float", "int") and isinstance(x, bool))
-            ok = ok and (want != "float" or math.isfinite(x))
-            lo, hi = _RANGES.get(name, (None, None))
-            if not ok or (lo is not None and not lo <= x <= hi) or (name == "duration" and x < 0):
-                raise ValueError(f"{where}.{name}: not a valid {want}: {x!r:.40}")
-        if not isinstance(v, list if kinds[0] == "tuple" else object):
-            raise ValueError(f"{where}.{name}: expected a list")
+def _record(cls, d: dict):
+    """``cls(**d)`` with JSON arrays as tuples (the dataclasses' form)."""
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
 
 def from_dict(d: dict) -> Timeline:
-    """Inverse of :func:`to_dict` (for tools reading a saved timeline). Raises ValueError,
-    naming the field, for anything :func:`to_dict` could not have written."""
-    if not isinstance(d, dict):
-        raise ValueError("a timeline is a JSON object")
-    for key, kind in (("ceremony", dict), ("cues", list), ("notes", list), ("beats", list),
-                      ("instruments", dict)):
-        if not isinstance(d.get(key, {} if key == "instruments" else None), kind):
-            raise ValueError(f"{key}: expected a JSON {'object' if kind is dict else 'list'}")
-    cer = _checked(Ceremony, d["ceremony"], "ceremony")
-    cues = tuple(_checked(Cue, c, f"cues[{i}]", {"instruments": "str", "phrases": "float"})
-                 for i, c in enumerate(d["cues"]))
-    notes = tuple(_checked(Note, n, f"notes[{i}]") for i, n in enumerate(d["notes"]))
-    beats = tuple(_checked(Beat, b, f"beats[{i}]") for i, b in enumerate(d["beats"]))
-    instruments = dict(d.get("instruments", {}))
-    for name, facts in instruments.items():
-        where = f"instruments[{name!r}]"
-        if not isinstance(facts, dict):
-            raise ValueError(f"{where}: expected an object of instrument facts")
-        for key in ("gm_program", "gm_drum_key"):
-            v = facts.get(key)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 127):
-                raise ValueError(f"{where}.{key}: not a MIDI number 0..127: {v!r:.40}")
-        pos = facts.get("position_m", [0.0, 0.0, 0.0])
-        if not (isinstance(pos, list) and len(pos) == 3 and all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in pos)):
-            raise ValueError(f"{where}.position_m: expected [x, y, z] in metres: {pos!r:.60}")
-    return Timeline(cer, cues, notes, beats, instruments)
+    """Inverse of :func:`to_dict` (for tools reading a saved timeline). Raises ValueError, one line
+    naming the field, for anything ``timeline.schema.json`` and its cross-checks refuse
+    (:func:`yuexuan.timeline_schema.validate`), a timeline of another schema number included."""
+    validate(d)
+    return Timeline(_record(Ceremony, d["ceremony"]), tuple(_record(Cue, c) for c in d["cues"]),
+                    tuple(_record(Note, n) for n in d["notes"]), tuple(_record(Beat, b) for b in d["beats"]),
+                    dict(d.get("instruments", {})))
 
 
 def save_json(tl: Timeline, path) -> None:
     """Write the JSON contract to ``path`` atomically (UTF-8, Chinese unescaped)."""
-    import json
-
     from yuexuan.atomic import write_text
     write_text(path, json.dumps(to_dict(tl), ensure_ascii=False, indent=1) + "\n")
 
 
 def load_json(path) -> Timeline:
     """Read a timeline saved by :func:`save_json`."""
-    import json
     from pathlib import Path
     return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
