@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 import xml.etree.ElementTree as ET
@@ -108,3 +109,50 @@ def test_bad_output_is_a_user_error(tmp_path, capsys):
     assert cli.main(["layout", str(CUES), "-o", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(tmp_path) in err
+
+
+def test_listeners_drawn_where_the_renderer_hears_from(svg, timeline):
+    """One reader of the seats: the renderer's listeners (space.listeners) are the courtyard file's,
+    and each is drawn at its position on the instruments' scale, its facing arrow pointing its way."""
+    from yuexuan.audio import space
+
+    court = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text(encoding="utf-8"))
+    seats = space.listeners()
+    assert {n: (s.position_m, s.facing_deg) for n, s in seats.items()} == {
+        li["name"]: (tuple(li["position_m"]), li["facing_deg"]) for li in court["listener"]}
+    pos = {n: f["position_m"] for n, f in timeline.instruments.items()}
+    px = {n: _centre(g) for g in svg.iter(f"{S}g") if (n := g.get("data-instrument"))}
+    a, b = "笙磬", "颂磬"                                           # both in the detail panel
+    scale = (px[a][0] - px[b][0]) / (pos[a][0] - pos[b][0])
+    drawn = {g.get("data-listener"): g for g in svg.iter(f"{S}g") if g.get("data-listener")}
+    for name, seat in seats.items():
+        dot, arrow = drawn[name].find(f"{S}circle"), drawn[name].find(f"{S}path")
+        x, y = float(dot.get("cx")), float(dot.get("cy"))
+        assert x == pytest.approx(px[a][0] + scale * (seat.position_m[0] - pos[a][0]), abs=1.0), name
+        assert y == pytest.approx(px[a][1] - scale * (seat.position_m[1] - pos[a][1]), abs=1.0), name
+        dx, dy = map(float, re.search(r"l(-?[\d.]+),(-?[\d.]+)", arrow.get("d")).groups())
+        facing = math.degrees(math.atan2(dx, -dy)) % 360                # 0 = north (up), 90 = east
+        assert min(abs(facing - seat.facing_deg), 360 - abs(facing - seat.facing_deg)) < 1.0, name
+
+
+def test_bad_courtyard_file_is_one_line(tmp_path, cli):
+    """A listener seat that is not three numbers: layout exits 2 naming the file, line and key,
+    and the renderer's reader of the seats refuses it the same way."""
+    from yuexuan.audio import space
+    from yuexuan.errors import UserError
+
+    text = (ROOT / "rite" / "courtyard.toml").read_text(encoding="utf-8")
+    bad = text.replace("position_m = [4.5, 1.5, 1.8]", 'position_m = [4.5, "1.5", 1.8]')
+    assert bad != text
+    (tmp_path / "rite").mkdir()
+    court = tmp_path / "rite" / "courtyard.toml"
+    court.write_text(bad, encoding="utf-8")
+    line = bad.splitlines().index('position_m = [4.5, "1.5", 1.8]') + 1
+    out = tmp_path / "court.svg"
+    r = cli("layout", CUES, "-o", out, env={"YUEXUAN_DATA": str(tmp_path)})
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert f"{court}:{line}: listener[1].position_m: expected [x, y, z] in metres" in r.stderr
+    assert not out.exists()
+    with pytest.raises(UserError) as exc:
+        space.listeners(court)
+    assert (exc.value.file, exc.value.line, exc.value.key) == (str(court), line, "listener[1].position_m")

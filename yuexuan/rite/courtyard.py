@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan import data
-from yuexuan.errors import UserError
+from yuexuan.data import DataSource, current
 from yuexuan.rite import tomlfile
 
 
@@ -75,9 +74,9 @@ def _listeners(top: tomlfile.Fields) -> tuple:
     return tuple(out.values())
 
 
-def load(path: str | Path | None = None) -> Courtyard:
-    """Read ``rite/courtyard.toml`` from the current data (or ``path``)."""
-    path = Path(path) if path else data.current().path("rite", "courtyard.toml")
+def load(path: str | Path | None = None, source: DataSource | None = None) -> Courtyard:
+    """Read ``path`` (default rite/courtyard.toml of ``source``)."""
+    path = Path(path) if path else current(source).path("rite", "courtyard.toml")
     doc, text = tomlfile.load(path)
     top = tomlfile.Fields(doc, str(path), text, "")
     tang = top.table("tang")
@@ -90,6 +89,6 @@ def load(path: str | Path | None = None) -> Courtyard:
     return Courtyard(tang_x_m, tang_y_m, top.get("bu_m", float, 1.386), landmarks, targets, _listeners(top))
 
 
-def listeners(path: str | Path | None = None) -> dict:
+def listeners(path: str | Path | None = None, source: DataSource | None = None) -> dict:
     """The listener seats by name (宾, 公, 中庭)."""
-    return {li.name: li for li in load(path).listeners}
+    return {li.name: li for li in load(path, source).listeners}
