@@ -1,5 +1,5 @@
-"""Both shot readers (bytes for plain CSV, the csv module for quoted) against Python's csv
-module on generated logs (hypothesis)."""
+"""The shot reader (plain and quoted CSV, blanks, CRLF, extra columns) against Python's csv
+module's own reading of generated logs (hypothesis): times, names, categories and pair groups."""
 
 from __future__ import annotations
 

@@ -374,7 +374,7 @@ def test_check_any_shot_log(tmp_path_factory, saved_timeline, log, cues, fmt, to
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 @given(rows=st.lists(valid_row(), min_size=1, max_size=10), eol=st.sampled_from(["\n", "\r\n"]))
 def test_plain_quoted_and_json_lines_give_one_verdict(tmp_path_factory, rows, eol):
-    """The byte-level reader (plain CSV), the csv module (quoted) and JSON lines agree."""
+    """Plain CSV, quoted CSV and JSON lines of the same rows give the same verdict."""
     d = tmp_path_factory.mktemp("same")
     texts = {}
     for name, quoting in (("plain.csv", csv.QUOTE_MINIMAL), ("quoted.csv", csv.QUOTE_ALL)):

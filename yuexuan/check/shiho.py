@@ -268,6 +268,12 @@ def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s
     return Verdict(clock, nearest, off, ok, released, reason, tallies(round_, role, released))
 
 
-__all__ = ["Verdict", "evaluate", "Settings", "hou_of_pairs", "nearest_beats", "on_beat", "decide", "tallies",
-           "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU", "RANKS", "ROLES",
+def evaluate_shots(shots, beats_s, offset_s: float = 0.0, settings: Settings = Settings()) -> Verdict:
+    """:func:`evaluate` on a :class:`yuexuan.check.shots.Shots`."""
+    return evaluate(shots.round, shots.rank, shots.role, shots.target, shots.result, shots.pair,
+                    shots.time, beats_s, offset_s, settings)
+
+
+__all__ = ["Verdict", "evaluate", "evaluate_shots", "Settings", "hou_of_pairs", "nearest_beats",
+           "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU", "RANKS", "ROLES",
            "TARGETS", "RESULTS"]

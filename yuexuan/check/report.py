@@ -1,0 +1,145 @@
+"""The check's verdicts written out: CSV (:mod:`csv`), JSON (:mod:`json`) and a table for people.
+
+Every output has one entry per shot in input order: the input fields, then ``nearest_beat``,
+``offset``, ``on_beat`` (null outside round 3), ``released`` and ``reason``; then each scored
+round's 算 and announcement. See docs/check.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import unicodedata
+
+import numpy as np
+
+from yuexuan.check import shiho
+from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, Shots
+
+FIELDS_OUT = ("time", "archer", "rank", "role", "target", "result", "pair", "round",
+              "nearest_beat", "offset", "on_beat", "released", "reason")
+DECIMALS = 6                      # times and offsets rounded to the microsecond
+
+
+def _names(codes: np.ndarray, names) -> list:
+    """The name of each index (None for −1)."""
+    table = np.array(list(names) + [None], dtype=object)
+    return table[np.where(codes < 0, len(names), codes)].tolist()
+
+
+def _seconds(a: np.ndarray) -> list:
+    """Seconds rounded to :data:`DECIMALS` as floats, None for NaN."""
+    return [None if x != x else x for x in np.round(a, DECIMALS).tolist()]
+
+
+def shot_columns(shots: Shots, v: shiho.Verdict) -> list:
+    """The fields of :data:`FIELDS_OUT` as columns of Python values, one a shot; None is null.
+
+    ``on_beat`` is None outside round 3 (no drum there)."""
+    r3 = shots.round == 3
+    return [
+        _seconds(shots.time),
+        _names(shots.archer, shots.archer_names),
+        _names(shots.rank, RANKS),
+        _names(shots.role, ROLES),
+        _names(shots.target, TARGETS),
+        _names(shots.result, RESULTS),
+        _names(shots.pair, shots.pair_names),
+        shots.round.tolist(),
+        _seconds(v.nearest_beat),
+        _seconds(v.offset_s),
+        np.where(r3, v.on_beat, None).tolist(),
+        v.released.tolist(),
+        _names(v.reason, shiho.REASONS),
+    ]
+
+
+def render_json(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None) -> str:
+    """``{"shots": [...], "tallies": [...], "settings": {...}, "rules": {...}, "drum": {...}}``;
+    ``drum`` only when the beats came from a recording."""
+    records = [dict(zip(FIELDS_OUT, row)) for row in zip(*shot_columns(shots, v))]
+    doc = {"shots": records, "tallies": v.tallies, "settings": settings, "rules": shiho.RULES}
+    if drum is not None:
+        doc["drum"] = drum
+    return json.dumps(doc, ensure_ascii=False) + "\n"
+
+
+def _csv_cell(value):
+    """JSON's words for booleans (true, false); None is an empty cell."""
+    return ("false", "true")[value] if isinstance(value, bool) else value
+
+
+def render_csv(shots: Shots, v: shiho.Verdict) -> str:
+    """A header row, then one row per shot (:data:`FIELDS_OUT`); empty cells for null, CRLF
+    line ends."""
+    columns = shot_columns(shots, v)
+    for k in (FIELDS_OUT.index("on_beat"), FIELDS_OUT.index("released")):
+        columns[k] = list(map(_csv_cell, columns[k]))
+    buf = io.StringIO()
+    # the csv module's default dialect: CRLF line ends (RFC 4180), so a name holding a CR or LF
+    # is quoted (with lineterminator="\n", Python 3.11 leaves a lone CR unquoted)
+    writer = csv.writer(buf)
+    writer.writerow(FIELDS_OUT)
+    writer.writerows(zip(*columns))
+    return buf.getvalue()
+
+
+def tally_lines(v: shiho.Verdict) -> list:
+    """Each scored round's 算 and announcement, one line a round."""
+    return [f"round {t['round']}: 右 {t['右']} 算, 左 {t['左']} 算 — {t['announcement']}"
+            for t in v.tallies]
+
+
+def drum_summary(d: dict) -> str:
+    """One line on the live drum (``--beats-from``): strokes, start, tempo and drift."""
+    if not d.get("matched"):
+        return f"drum: {d['strokes_detected']} strokes detected, none matched the plan"
+    return (f"drum: {d['strokes_detected']} strokes from {d['source']}, {d['matched']} matched "
+            f"({d['missed']} planned beats missed, {d['extra']} extra); recording starts at "
+            f"{d['recording_starts_at_s']:.3f} s; tempo ratio {d['tempo_ratio']:.4f}; drift "
+            f"first {1000 * d['drift_first_s']:+.0f} ms, last {1000 * d['drift_last_s']:+.0f} ms, "
+            f"max |{1000 * d['drift_max_abs_s']:.0f}| ms")
+
+
+def _width(s: str) -> int:
+    """Columns ``s`` takes in a terminal (wide and full-width characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
+
+
+def _pad(s: str, w: int, right: bool = False) -> str:
+    fill = " " * max(0, w - _width(s))
+    return fill + s if right else s + fill
+
+
+def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None) -> str:
+    """A table for people: one line a shot, then the settings and each round's 算 and
+    announcement."""
+    head = ("row", "time s", "archer", "rank", "role", "rd", "target", "result", "beat s",
+            "offset ms", "释", "reason")
+    rows = []
+    for i in range(len(shots)):
+        t = shots.target[i]
+        nb = v.nearest_beat[i]
+        rows.append((str(i + 1), f"{shots.time[i]:.3f}",
+                     shots.archer_names[shots.archer[i]], RANKS[shots.rank[i]],
+                     ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
+                     RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
+                     "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",
+                     "算" if v.released[i] else "·", shiho.REASONS[v.reason[i]]))
+    widths = [max([_width(h)] + [_width(r[k]) for r in rows]) for k, h in enumerate(head)]
+    numeric = {0, 1, 5, 8, 9}
+    out = ["  ".join(_pad(h, widths[k], k in numeric) for k, h in enumerate(head)).rstrip()]
+    for r in rows:
+        out.append("  ".join(_pad(c, widths[k], k in numeric) for k, c in enumerate(r)).rstrip())
+    out.append("")
+    out.append(f"beats: {settings['beats']} 建鼓 strokes from the {settings['beats_from']}"
+               f" ({', '.join(settings['shejie_cues']) or 'no 射节 cue'}); tolerance "
+               f"±{1000 * settings['tolerance_s']:.0f} ms; offset {settings['offset_s']:+g} s; 公 "
+               f"{'exempt (不以乐志)' if settings['gong_exempt_in_round_3'] else 'held to the drum'}")
+    if drum:
+        out.append(drum_summary(drum))
+    out.extend(tally_lines(v))
+    if not v.tallies:
+        out.append("no scored round (round 1: 获而未释获)")
+    return "\n".join(out) + "\n"

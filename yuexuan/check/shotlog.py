@@ -1,0 +1,231 @@
+"""Reading a shot log file (UTF-8 CSV with a header row, or JSON lines) into columns of text.
+
+The CSV goes through :mod:`csv`, JSON lines through :mod:`json`; nothing is validated here but
+the file itself (readable, not binary, UTF-8, not empty) and its layout (a header naming the
+required columns, rows of the header's width, one JSON object a line). Every mistake is a
+:class:`~yuexuan.errors.UserError` naming the file, the line, the shot row and the column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gc
+import io
+import json
+from dataclasses import dataclass
+from operator import itemgetter
+from pathlib import Path
+
+import numpy as np
+
+from yuexuan.errors import UserError
+
+REQUIRED = ("time", "archer", "rank", "role", "target", "result")
+OPTIONAL = ("pair", "round")
+FIELDS = REQUIRED + OPTIONAL
+
+MAX_FILE_BYTES = 2 * 1024 ** 3
+BOM = b"\xef\xbb\xbf"
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+CSV_SUFFIXES = (".csv", ".txt")
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A shot log's fields as text, before validation.
+
+    ``values`` maps every name of :data:`FIELDS` to one string a row (as read, blanks kept; an
+    optional column the log lacks is all empty); ``lines`` is each row's 1-based line in the file.
+    """
+
+    path: str
+    values: dict
+    lines: np.ndarray          # int64
+
+
+def field_error(path, line: int | None, row: int | None, column: str | None,
+                message: str) -> UserError:
+    """The error for one field: ``FILE:LINE: COLUMN: row ROW: message`` (row 1 = first shot)."""
+    where = f"row {row}: " if row else ""
+    return UserError(f"{where}{message}", file=str(path), line=line, key=column)
+
+
+def read_text(path: Path) -> str:
+    """The file's text: UTF-8, BOM removed; refused when unreadable, binary, not UTF-8 or empty."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, io.SEEK_END)
+            if size > MAX_FILE_BYTES:
+                raise UserError(f"file is {size} bytes; the limit is {MAX_FILE_BYTES}",
+                                file=str(path))
+            f.seek(0)
+            raw = f.read()
+    except FileNotFoundError:
+        raise UserError("no such file", file=str(path)) from None
+    except IsADirectoryError:
+        raise UserError("is a directory, expected a shot log (CSV or JSON lines)",
+                        file=str(path)) from None
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    raw = raw.removeprefix(BOM)
+    if not raw or raw.isspace():
+        raise UserError("empty file: expected a header row (time,archer,rank,role,target,result)"
+                        " or JSON lines", file=str(path))
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise UserError(f"binary file (NUL byte at offset {nul}): expected UTF-8 CSV or JSON lines",
+                        file=str(path), line=raw.count(b"\n", 0, nul) + 1)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (bad byte at offset {exc.start}): expected UTF-8 CSV "
+                        "or JSON lines", file=str(path),
+                        line=raw.count(b"\n", 0, exc.start) + 1) from None
+
+
+def _header_index(path: Path, header: list) -> dict:
+    """Column name → position in the row, for the names of :data:`FIELDS` (case and blanks
+    ignored; other columns are left out)."""
+    index = {}
+    for k, h in enumerate(header):
+        name = h.strip().lower()
+        if name in FIELDS:
+            if name in index:
+                raise field_error(path, 1, None, name, f"column '{name}' appears twice in the header")
+            index[name] = k
+    missing = [f for f in REQUIRED if f not in index]
+    if missing:
+        raise field_error(
+            path, 1, None, missing[0],
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}: the header "
+            f"must name {', '.join(REQUIRED)} (and optionally pair, round); found "
+            f"{','.join(h.strip() for h in header) or 'nothing'}")
+    return index
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused():
+    """Pause Python's cyclic garbage collector (restored after). Reading a log keeps one list a
+    row alive at once — lists of strings, never cycles — and the collector's passes over them
+    took about three times as long as the reading itself (bench/bench_check.py)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _is_blank(row: list) -> bool:
+    return not row or (len(row) == 1 and not row[0].strip())
+
+
+def _line_numbers(text: str) -> list:
+    """The 1-based line on which each row after the header ends (rows may span lines)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    next(reader, None)
+    return [reader.line_num for _ in reader]
+
+
+def read_csv(path: Path, text: str) -> Columns:
+    """A CSV with a header row; blank lines are skipped, a row of another width is refused."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, [])
+    index = _header_index(path, header)
+    ncol = len(header)
+    with _cyclic_gc_paused():
+        rows = list(reader)
+        if reader.line_num == len(rows) + 1:             # one line a row: the common case
+            lines = np.arange(2, len(rows) + 2, dtype=np.int64)
+        else:                                            # a quoted field held a line break
+            lines = np.array(_line_numbers(text), dtype=np.int64)
+        width = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        odd = np.flatnonzero(width != ncol)
+        if odd.size:
+            blank = np.array([_is_blank(rows[i]) for i in odd], dtype=bool)
+            if not blank.all():
+                k = int(np.flatnonzero(~blank)[0])
+                i = int(odd[k])
+                raise field_error(path, int(lines[i]), i + 1 - k, None,
+                                  f"has {len(rows[i])} fields, the header has {ncol} "
+                                  f"({','.join(header)})")
+            keep = np.ones(len(rows), dtype=bool)
+            keep[odd] = False
+            rows = [rows[i] for i in np.flatnonzero(keep)]
+            lines = lines[keep]
+        empty = [""] * len(rows)
+        values = {name: list(map(itemgetter(index[name]), rows)) if name in index else empty
+                  for name in FIELDS}
+        del rows
+    return Columns(str(path), values, lines)
+
+
+def _json_value(path, line: int, row: int, name: str, value) -> str:
+    """A JSON field as the text a CSV would hold (numbers for time and round, null for empty)."""
+    if name == "time":
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise field_error(path, line, row, "time", f"time {value!r} is not a number of seconds")
+        if isinstance(value, str):
+            return value
+        try:
+            return repr(float(value))
+        except OverflowError:                      # an integer beyond any float
+            raise field_error(path, line, row, "time",
+                              "time is not a finite number of seconds") from None
+    if value is None:
+        return ""
+    if name == "round" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise field_error(path, line, row, name, f"{name} {value!r} must be a string")
+    return value
+
+
+def read_jsonl(path: Path, text: str) -> Columns:
+    """One JSON object a line (lines end at ``\n``; blank lines skipped), each with the fields of
+    :data:`REQUIRED`."""
+    values = {name: [] for name in FIELDS}
+    lines = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        row = len(lines) + 1
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:           # JSONDecodeError, or an integer of too many digits
+            why = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) \
+                else str(exc)
+            raise field_error(path, lineno, row, None,
+                              f"not valid JSON ({why}); expected one object a line") from None
+        if not isinstance(obj, dict):
+            raise field_error(path, lineno, row, None, "expected a JSON object a line")
+        for name in FIELDS:
+            if name in obj:
+                values[name].append(_json_value(path, lineno, row, name, obj[name]))
+            elif name in OPTIONAL:
+                values[name].append("")
+            else:
+                raise field_error(path, lineno, row, name,
+                                  f"missing field '{name}': each line needs "
+                                  f"{', '.join(REQUIRED)} (and optionally pair, round)")
+        lines.append(lineno)
+    return Columns(str(path), values, np.array(lines, dtype=np.int64))
+
+
+def is_jsonl(path: Path, text: str) -> bool:
+    """JSON lines by the suffix (.jsonl, .ndjson, .json), else by a first ``{``."""
+    suffix = path.suffix.lower()
+    if suffix in JSONL_SUFFIXES:
+        return True
+    if suffix in CSV_SUFFIXES:
+        return False
+    return text.lstrip().startswith("{")
+
+
+def read_columns(path: str | Path) -> Columns:
+    """The shot log at ``path`` as columns of text (CSV or JSON lines)."""
+    path = Path(path)
+    text = read_text(path)
+    return read_jsonl(path, text) if is_jsonl(path, text) else read_csv(path, text)
