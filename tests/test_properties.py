@@ -64,6 +64,12 @@ def test_compile_any_sheet(tmp_path_factory, text):
     if code == 2:
         lines = [l for l in err.splitlines() if "warning:" not in l]
         assert len(lines) == 1 and lines[0].startswith("yuexuan compile: ") and str(src) in lines[0]
+        # the line named holds the key, or is the header of its table (where no line holds it)
+        where = re.match(rf"yuexuan compile: {re.escape(str(src))}:(\d+): ([^\s:]+): (.*)$", lines[0])
+        if where and where.group(3) != "missing key":
+            named = text.splitlines()[int(where.group(1)) - 1]
+            key = re.sub(r"\[\d+\]$", "", where.group(2).split(".")[-1])
+            assert key in named or named.strip().startswith("["), (lines[0], named)
         assert not out.exists() and not js.exists()
     else:
         assert mido.MidiFile(out).type == 1 and js.stat().st_size > 0
