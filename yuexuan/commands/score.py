@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from yuexuan.publish import score
-from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
+from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline, selection
 from yuexuan.errors import UserError
 
 HELP = "write a score (MusicXML; --pdf through LilyPond) of the selected cues, 律 and cents marked"
@@ -26,8 +26,8 @@ def run(args) -> int:
     if args.pdf and not score.lilypond_available():
         raise UserError("--pdf needs LilyPond (Debian package 'lilypond': lilypond and musicxml2ly)",
                         key="--pdf")
-    timeline = load_timeline(args, "score")     # with --cues, only those cues are compiled
-    s = score.build_score(timeline)
+    timeline = load_timeline(args, "score")     # a cue sheet with --cues: only those cues are compiled
+    s = score.build_score(timeline, selection(args))   # a saved timeline: only those cues are printed
     score.write_musicxml(s, out)
     if args.pdf:
         score.write_pdf(out, out.with_suffix(".pdf"))

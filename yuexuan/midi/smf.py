@@ -5,13 +5,17 @@ changes (``F0 7F 7F 08 02 …``) into tuning program 0 of bank 0, which every ch
 the RPN tuning-bank (0x0004) and tuning-program (0x0003) messages, as FluidSynth requires. With
 ``pitch_bend=True`` each note is instead preceded by a pitch bend on its channel (bend range ±2
 semitones), for synths without MTS; notes of one instrument then share that instrument's bend.
+
+Tempo: from each cue's start a quarter note lasts the cue's ``beat_s`` (:func:`tempo_map`), so a
+sequencer's beats are the cue's own syllables, notes, call steps or arrows (docs/timeline.md).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import mido
 
@@ -21,6 +25,7 @@ from yuexuan.timeline import Timeline
 TICKS_PER_BEAT = 1920
 DRUM_CHANNEL = 9
 CONDUCTOR = "乐县"            # name of track 0: tempo map, cue markers, tuning SysEx
+MAX_TEMPO_US = 0xFFFFFF       # the longest quarter note a set_tempo event holds, µs
 BEND_RANGE_SEMITONES = 2
 TUNING_PROGRAM = 0
 TUNING_BANK = 0
@@ -145,51 +150,54 @@ def timeline_messages(tl: Timeline, pitch_bend: bool = False) -> list:
     return out
 
 
-def cue_tempi(tl: Timeline) -> list:
-    """(start_s, microseconds per beat) for each cue: one beat = the cue's commonest note step."""
-    out = []
-    for c in tl.cues:
-        onsets = sorted({round(n.time, 3) for n in tl.notes if n.cue == c.id and n.hz is not None})
-        steps = Counter(round(b - a, 3) for a, b in zip(onsets, onsets[1:]) if b - a >= 0.1)
-        step = steps.most_common(1)[0][0] if steps else 1.0
-        out.append((c.start, int(round(step * 1_000_000))))
-    return out or [(0.0, 1_000_000)]
+class TempoChange(NamedTuple):
+    """From ``start_s`` on, a quarter note lasts ``tempo_us`` microseconds (a set_tempo event)."""
+
+    start_s: float
+    tempo_us: int
+
+
+def tempo_map(tl: Timeline) -> list:
+    """One :class:`TempoChange` at each cue's start, by start time: a quarter note = the cue's
+    ``beat_s``, to the microsecond. A beat longer than MIDI's longest quarter (:data:`MAX_TEMPO_US`,
+    16.777215 s) is written as the fewest equal quarters that fit. 1 s a quarter with no cues."""
+    changes = []
+    for c in sorted(tl.cues, key=lambda c: c.start):
+        us = max(1, round(c.beat_s * 1e6))
+        changes.append(TempoChange(c.start, round(us / math.ceil(us / MAX_TEMPO_US))))
+    return changes or [TempoChange(0.0, 1_000_000)]
 
 
 class TickMap:
-    """Seconds ↔ ticks through a tempo map of (start_s, µs per beat) segments."""
+    """Seconds → ticks through a tempo map (:func:`tempo_map`); before its first change the
+    first tempo holds from 0 s."""
 
-    def __init__(self, tempi: list, tpb: int = TICKS_PER_BEAT):
-        self.tpb = tpb
-        self.segments = []          # (start_s, start_tick_float, seconds per tick)
-        tick = 0.0
-        prev_s, prev_spt = 0.0, tempi[0][1] / 1e6 / tpb
-        for i, (s, us) in enumerate(tempi):
-            if i:
-                tick += (s - prev_s) / prev_spt
-            prev_s, prev_spt = s, us / 1e6 / tpb
-            self.segments.append((s, tick, prev_spt))
+    def __init__(self, changes: list, tpb: int = TICKS_PER_BEAT):
+        self.starts, self.ticks_at, self.s_per_tick = [], [], []
+        tick, prev = 0.0, TempoChange(min(0.0, changes[0].start_s), changes[0].tempo_us)
+        for ch in [prev] + list(changes):
+            tick += (ch.start_s - prev.start_s) / (prev.tempo_us / 1e6 / tpb)
+            self.starts.append(ch.start_s)
+            self.ticks_at.append(tick)
+            self.s_per_tick.append(ch.tempo_us / 1e6 / tpb)
+            prev = ch
 
     def ticks(self, t: float) -> int:
-        seg = self.segments[0]
-        for cand in self.segments:
-            if cand[0] <= t + 1e-9:
-                seg = cand
-            else:
-                break
-        return int(round(seg[1] + (t - seg[0]) / seg[2]))
+        """The tick of time ``t`` (s): the last segment starting at or before it (1 ns slack)."""
+        k = max(0, bisect.bisect_right(self.starts, t + 1e-9) - 1)
+        return int(round(self.ticks_at[k] + (t - self.starts[k]) / self.s_per_tick[k]))
 
 
 def to_midifile(tl: Timeline, pitch_bend: bool = False) -> mido.MidiFile:
     """The timeline as a type-1 MidiFile: conductor track, then one named track per instrument."""
-    tempi = cue_tempi(tl)
+    tempi = tempo_map(tl)
     tmap = TickMap(tempi)
     mf = mido.MidiFile(type=1, ticks_per_beat=TICKS_PER_BEAT, charset="utf-8")
     cond = [(0, mido.MetaMessage("track_name", name=CONDUCTOR))]
     cond += [(0, mido.MetaMessage("text", text=f"{tl.ceremony.name} · {tl.ceremony.rank} {tl.ceremony.suspension}"
                                               f" · 黄钟 {tl.ceremony.huangzhong_hz:g} Hz · 三分损益"))]
-    for s, us in tempi:
-        cond.append((tmap.ticks(s), mido.MetaMessage("set_tempo", tempo=us)))
+    for change in tempi:
+        cond.append((tmap.ticks(change.start_s), mido.MetaMessage("set_tempo", tempo=change.tempo_us)))
     for c in tl.cues:
         label = f"{c.id}: {c.action}{c.piece}" + (" (reconstruction)" if c.reconstruction else "")
         cond.append((tmap.ticks(c.start), mido.MetaMessage("marker", text=label)))

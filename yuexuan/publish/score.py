@@ -1,8 +1,8 @@
 """The performers' score: a music21 Score of selected cues, written as MusicXML (and PDF via LilyPond).
 
 One part per instrument group (歌, 瑟, 簜, 钟·鑮, 磬, 鼓, 呼). Each cue starts a new measure under a
-rehearsal mark; its tempo is one quarter note per median onset interval of the cue, and onsets are
-quantised to sixteenths of that. Pitched notes are written at the nearest equal-tempered pitch
+rehearsal mark and a metronome mark: a quarter note is the cue's ``beat_s`` (its syllable, note, call
+step or arrow; docs/timeline.md), and its onsets and lengths are quantised to sixteenths of that. Pitched notes are written at the nearest equal-tempered pitch
 (the timeline's MIDI key); under each note: the 歌's syllable (verse 1, 歌 only), the 律 name and the
 deviation of the exact 三分损益 pitch from the written one, in cents.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from yuexuan import atomic
-from yuexuan.errors import UserError
+from yuexuan.errors import UserError, unknown_cue
 from yuexuan.timeline import Timeline
 
 #: group key -> (part name, abbreviation); in score order, top to bottom.
@@ -57,38 +57,22 @@ class Section:
     cue_id: str
     offset_ql: float          # quarter notes from the start of the score
     length_ql: float          # whole measures
-    quarter_s: float          # seconds per quarter note
+    quarter_s: float          # seconds per quarter note: the cue's beat_s
 
 
-def _quarter_s(times: np.ndarray) -> float:
-    """Seconds per quarter note for a cue: of the common onset intervals (0.4–2.5 s, at least a
-    tenth of them), the one whose sixteenth grid fits the onsets best; ties go to the slowest."""
-    on = np.unique(np.round(times - times.min(), 3)) if len(times) else np.zeros(1)
-    ioi = np.round(np.diff(on), 2)
-    ioi = ioi[(ioi >= 0.4) & (ioi <= 2.5)]
-    if len(ioi) == 0:
-        return 1.0
-    vals, counts = np.unique(ioi, return_counts=True)
-    keep = counts >= max(1, 0.1 * len(ioi))
-    best = None
-    for q, n in zip(vals[keep], counts[keep]):
-        x = on / q * GRID
-        err_s = float(np.mean(np.abs(x - np.round(x)))) * q / GRID
-        key = (round(err_s, 2), -q)
-        if best is None or key < best[0]:
-            best = (key, float(q))
-    return best[1]
+def metronome_number(quarter_s: float) -> float:
+    """Quarter notes a minute for a quarter of ``quarter_s`` seconds, to four figures (as printed)."""
+    return float(f"{60.0 / quarter_s:.4g}")
 
 
 def select_cues(timeline: Timeline, cue_ids: list | None) -> list:
     """The cues to print, in time order; all cues with notes when ``cue_ids`` is empty."""
     with_notes = {n.cue for n in timeline.notes}
     if cue_ids:
-        known = {c.id for c in timeline.cues}
+        known = [c.id for c in timeline.cues]
         for cid in cue_ids:
             if cid not in known:
-                raise UserError(f"unknown cue {cid!r}; expected one of: {', '.join(c.id for c in timeline.cues)}",
-                                key="--cues")
+                raise unknown_cue(cid, known, key="--cues")
         chosen = [c for c in timeline.cues if c.id in set(cue_ids)]
     else:
         chosen = [c for c in timeline.cues if c.id in with_notes]
@@ -110,7 +94,7 @@ def build_score(timeline: Timeline, cue_ids: list | None = None):
     offset = 0.0
     for c in cues:
         ns = notes_by_cue[c.id]
-        q = _quarter_s(np.array([n.time for n in ns]))
+        q = c.beat_s
         end_ql = max((n.time - c.start + n.duration) / q for n in ns)
         length = math.ceil(max(end_ql, 1e-9) / BEATS_PER_MEASURE) * BEATS_PER_MEASURE
         sections.append(Section(c.id, offset, float(length), q))
@@ -144,7 +128,7 @@ def build_score(timeline: Timeline, cue_ids: list | None = None):
         part.insert(0, meter.TimeSignature(f"{BEATS_PER_MEASURE}/4"))
         for sec, c in zip(sections, cues):
             if gi == 0:
-                part.insert(sec.offset_ql, tempo.MetronomeMark(number=round(60.0 / sec.quarter_s, 1),
+                part.insert(sec.offset_ql, tempo.MetronomeMark(number=metronome_number(sec.quarter_s),
                                                                referent=1.0))
                 label = f"{c.piece} · {c.action}" + (" · 重构 reconstruction" if c.reconstruction else "")
                 part.insert(sec.offset_ql, expressions.RehearsalMark(label))
