@@ -302,6 +302,11 @@ def test_site_files(site, timeline):
         assert f'id="inst-{n}"' in page
     # a static host must be able to read every file
     assert all(p.stat().st_mode & 0o044 == 0o044 for p in d.iterdir())
+    # the script and the style sheet are the package's own files, copied as they are, and linked
+    static = Path(guide.__file__).parent / "guide_static"
+    for name in ("app.js", "style.css"):
+        assert (d / name).read_bytes() == (static / name).read_bytes(), name
+    assert '<script src="app.js"></script>' in page and '<link rel="stylesheet" href="style.css">' in page
 
 
 def test_vtt_text(timeline):
