@@ -12,6 +12,31 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CUES = ROOT / "cues" / "dashe.toml"
 
+# The tests that need the Debian tools of tests/system-deps.sh, marked ``system`` here (not in each
+# file) so that a developer without root runs the rest with ``pytest -m "not system"``; CI runs all.
+# Whole modules, by file name:
+SYSTEM_MODULES = {"test_fluidsynth_mts.py": "fluidsynth", "test_live_jack.py": "jackd"}
+# Tests that use one of these fixtures (directly or through another fixture):
+SYSTEM_FIXTURES = {"browser": "chromium", "jack": "jackd", "jack_worker": "jackd", "jack_servers": "jackd"}
+# Single tests, by function name:
+SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond",
+                "test_killed_score_pdf_keeps_the_previous_pdf": "lilypond"}
+
+
+def system_tool(item) -> str | None:
+    """The system tool that the collected test ``item`` needs, or None."""
+    fixtures = getattr(item, "fixturenames", ())
+    return (SYSTEM_MODULES.get(item.path.name)
+            or next((SYSTEM_FIXTURES[f] for f in fixtures if f in SYSTEM_FIXTURES), None)
+            or SYSTEM_TESTS.get(getattr(item, "originalname", item.name)))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tool = system_tool(item)
+        if tool:
+            item.add_marker(pytest.mark.system(tool))
+
 
 @pytest.fixture(scope="session")
 def root() -> Path:

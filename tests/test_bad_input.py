@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-GOOD = (__import__("pathlib").Path(__file__).resolve().parent.parent / "cues" / "dashe.toml").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = (ROOT / "cues" / "dashe.toml").read_text(encoding="utf-8")
 
 def _line(fragment: str) -> str:
     """':N:' for the line of the default sheet that starts with ``fragment``."""
@@ -73,7 +75,7 @@ def test_missing_file_and_unknown_cue_ids(cli, tmp_path):
     r = cli("compile", tmp_path / "nope.toml", "-o", tmp_path / "o.mid")
     assert r.returncode == 2 and "no such file" in r.stderr
     r = cli("compile", "cues/dashe.toml", "-o", tmp_path / "o.mid", "--cues", "lishou,nope")
-    assert r.returncode == 2 and "unknown cue id 'nope'" in r.stderr
+    assert r.returncode == 2 and "unknown cue 'nope'" in r.stderr and "--cues" in r.stderr, r.stderr
 
 
 def test_line_numbers_point_at_the_cue(cli, tmp_path):
@@ -83,3 +85,28 @@ def test_line_numbers_point_at_the_cue(cli, tmp_path):
     r = cli("compile", src, "-o", tmp_path / "o.mid")
     line = int(re.search(r"bad\.toml:(\d+):", r.stderr).group(1))
     assert bad.splitlines()[line - 1].strip() == 'piece = "九夏"'
+
+
+def test_missing_data_folder(cli, tmp_path):
+    """--data (before or after the command) or $YUEXUAN_DATA naming no folder: one line, exit 2."""
+    nope = tmp_path / "nope"
+    for args, env, where in [(["--data", nope, "variants"], {}, "--data"), (["variants", "--data", nope], {}, "--data"),
+                             (["variants"], {"YUEXUAN_DATA": str(nope)}, "$YUEXUAN_DATA")]:
+        r = cli(*args, env=env)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+        assert f"{nope}: {where}: data folder not found" in r.stderr, r.stderr
+
+
+def test_bad_file_in_the_data_folder_is_named(cli, tmp_path):
+    """A broken override file is reported with its own path and line, not the packaged file's."""
+    inst = tmp_path / "data" / "instruments"
+    inst.mkdir(parents=True)
+    good = (ROOT / "instruments" / "笙钟.toml").read_text(encoding="utf-8")
+    bad = good.replace("count = ", "count = = ", 1)
+    assert bad != good
+    (inst / "笙钟.toml").write_text(bad, encoding="utf-8")
+    r = cli("--data", tmp_path / "data", "compile", "cues/dashe.toml", "-o", tmp_path / "o.mid")
+    line = next(i for i, s in enumerate(bad.splitlines(), 1) if s.startswith("count = = "))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"{inst / '笙钟.toml'}:{line}: TOML syntax error" in r.stderr, r.stderr
+    assert not (tmp_path / "o.mid").exists()

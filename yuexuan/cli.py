@@ -1,8 +1,9 @@
 """The ``yuexuan`` command line: one sub-command per module in :mod:`yuexuan.commands`.
 
-Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and
-``run(args) -> int``. A :class:`~yuexuan.errors.UserError` becomes one line on stderr and
-exit status 2.
+Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; their one-line
+help is the table :data:`yuexuan.commands.COMMANDS`. ``--data DIR`` (before or after the command)
+or ``$YUEXUAN_DATA`` overrides the packaged data file by file for the run. A
+:class:`~yuexuan.errors.UserError` becomes one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -12,36 +13,23 @@ import importlib
 import signal
 import sys
 
+from yuexuan import data
+from yuexuan.commands import COMMANDS
 from yuexuan.errors import EXIT_BAD_INPUT, UserError
 
-# Sub-commands in the order ``--help`` lists them, with their one-line help. Only the module of the
-# command being run is imported (some pull in scipy or music21, which take seconds to load).
-COMMANDS = {
-    "build": "the main job: compile CUES and write every output (MIDI, timeline, audio, guide) into a folder",
-    "compile": "compile a cue sheet to a Standard MIDI File (type 1, MTS tuning) and the timeline JSON",
-    "check": "check a log of shots against the rules of 释获 (不鼓不释 …) and announce each round",
-    "render": "render the rite to a stereo WAV/FLAC (−16 LUFS, ≤ −1 dBTP) with chapters and stems",
-    "note": "audition one note: INSTRUMENT 律 (e.g. 笙钟 夷) as a WAV/FLAC",
-    "play": "play the timeline live to a MIDI port: operator GO / soft stop / hold / panic, clock, MTC, MSC",
-    "layout": "draw the courtyard (堂, stairs, the three 县, 侯道, targets, listeners) as SVG",
-    "guide": "write the audio guide: a static bilingual site with audio, captions, cue list and lit layout",
-    "score": "write a score (MusicXML; --pdf through LilyPond) of the selected cues, 律 and cents marked",
-    "variants": "list the variants (where the commentators disagree), their options and sources",
-}
-
-
-def _module(name: str):
-    try:
-        return importlib.import_module(f"yuexuan.commands.{name}")
-    except ModuleNotFoundError as exc:   # a command not built yet
-        if exc.name != f"yuexuan.commands.{name}":
-            raise
-        return None
+DATA_HELP = (f"a folder laid out like the data (instruments/, pieces/, rite/, cues/) whose files replace "
+             f"or add to the packaged ones, file by file (default: ${data.ENV_VAR})")
 
 
 def _chosen(argv: list) -> str | None:
+    """The command named in ``argv`` (the first word not an option or --data's value)."""
+    skip = False
     for a in argv:
-        if not a.startswith("-"):
+        if skip:
+            skip = False
+        elif a == "--data":
+            skip = True
+        elif not a.startswith("-"):
             return a if a in COMMANDS else None
     return None
 
@@ -53,16 +41,17 @@ def build_parser(argv: list | None = None) -> tuple[argparse.ArgumentParser, dic
         prog="yuexuan",
         description="乐县: compile the 大射仪 music programme to a timeline, MIDI, audio, "
                     "live MIDI, a guide and a score; check shots against the drum.")
+    parser.add_argument("--data", metavar="DIR", default=None, help=DATA_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     runners = {}
     chosen = _chosen(argv)
     for name, help_text in COMMANDS.items():
-        mod = _module(name) if name == chosen else None
-        if name == chosen and mod is None:
-            continue
-        p = sub.add_parser(name, help=help_text, description=getattr(mod, "HELP", help_text))
-        if mod is not None:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            mod = importlib.import_module(f"yuexuan.commands.{name}")
             mod.add_arguments(p)
+            # SUPPRESS: absent after the command, it leaves the value given before it
+            p.add_argument("--data", metavar="DIR", default=argparse.SUPPRESS, help=DATA_HELP)
             runners[name] = mod.run
     return parser, runners
 
@@ -96,7 +85,8 @@ def _main(argv: list[str] | None) -> int:
     except ValueError:                        # not the main thread (embedded use): leave it
         previous = None
     try:
-        return int(runners[args.command](args) or 0)
+        with data.using(data.DataSource.from_option(args.data)):
+            return int(runners[args.command](args) or 0)
     except UserError as exc:
         print(f"yuexuan {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -5,20 +5,23 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from yuexuan import cli
-from yuexuan.commands.common import add_cues_argument, load_timeline
+from yuexuan.commands import BUILD_STEPS
+from yuexuan.commands.common import load_timeline
+from yuexuan.data import DEFAULT_CUES, current
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
-HELP = "the main job: compile CUES and write every output (MIDI, timeline, audio, guide) into a folder"
-
 
 def add_arguments(p) -> None:
-    add_cues_argument(p)
+    p.add_argument("cues_file", metavar="CUES", nargs="?", default=None,
+                   help=f"cue sheet (TOML); default: the packaged cues/{DEFAULT_CUES} "
+                        f"(or DIR/cues/{DEFAULT_CUES} of --data DIR)")
     p.add_argument("-o", "--out-dir", required=True, metavar="DIR", help="output folder, e.g. out")
 
 
 def run(args) -> int:
+    if args.cues_file is None:
+        args.cues_file = str(current().path("cues", DEFAULT_CUES))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tl = load_timeline(args, "build")
@@ -27,18 +30,9 @@ def run(args) -> int:
     write_smf(tl, mid)
     save_json(tl, js)
     written = [mid, js]
-    for name in cli.COMMANDS:
-        if name in ("build", "compile"):
-            continue
-        try:
-            mod = importlib.import_module(f"yuexuan.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"yuexuan.commands.{name}":
-                raise
-            continue
-        step = getattr(mod, "build_step", None)
-        if step is not None:
-            written += list(step(tl, Path(args.cues_file), out) or [])
+    for name in BUILD_STEPS:
+        step = importlib.import_module(f"yuexuan.commands.{name}").build_step
+        written += list(step(tl, Path(args.cues_file), out) or [])
     for p in written:
         print(p)
     return 0

@@ -6,11 +6,10 @@ from pathlib import Path
 
 from yuexuan import atomic
 from yuexuan.publish import drawing
+from yuexuan.rite import courtyard
 from yuexuan.commands.common import add_cues_argument, load_timeline
 from yuexuan.errors import UserError
 from yuexuan.timeline import Timeline
-
-HELP = "draw the courtyard (堂, stairs, the three 县, 侯道, targets, listeners) as SVG"
 
 
 def add_arguments(parser) -> None:
@@ -22,7 +21,7 @@ def build_svg(timeline: Timeline) -> str:
     """The drawing of ``timeline``'s instruments in the courtyard."""
     c = timeline.ceremony
     title = f"大射仪 乐县与侯道 · {c.rank} {c.suspension} · the music suspension and the target range"
-    return drawing.layout_svg(timeline.instruments, drawing.load_courtyard(), title)
+    return drawing.layout_svg(timeline.instruments, courtyard.load(), title)
 
 
 def run(args) -> int:

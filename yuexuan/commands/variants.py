@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from yuexuan.rite import variants
 
-HELP = "list the variants (where the commentators disagree), their options and sources"
-
 
 def add_arguments(p) -> None:
     pass
