@@ -111,6 +111,8 @@ def test_mts_sysex_tunes_every_sounded_key(default_timeline, tmp_path):
 
 
 def test_pitch_bend_mode(default_timeline, tmp_path):
+    """Each pitched note-on is preceded, on its own track and channel at the same tick, by a pitch
+    bend worth the note's offset from its key, computed here from its exact Hz."""
     path = tmp_path / "b.mid"
     write_smf(default_timeline, path, pitch_bend=True)
     mf = mido.MidiFile(path, charset="utf-8")
@@ -118,8 +120,23 @@ def test_pitch_bend_mode(default_timeline, tmp_path):
     bends = [m for t in mf.tracks for m in t if m.type == "pitchwheel"]
     pitched = [n for n in default_timeline.notes if n.hz is not None]
     assert len(bends) == len(pitched)
-    for m, n in zip(sorted(bends, key=lambda m: m.pitch), sorted(pitched, key=lambda n: n.cents)):
-        assert abs(m.pitch / 8192 * 200 - n.cents) < 0.05
+    paired = 0
+    for track in mf.tracks[1:]:
+        notes = [n for n in pitched if n.instrument == track.name]     # in timeline (= track) order
+        ons, prev = [], None
+        for m in track:
+            if m.type == "note_on" and m.velocity > 0 and m.channel != DRUM_CHANNEL:
+                ons.append((prev, m))
+            prev = m
+        assert len(ons) == len(notes), track.name
+        for (bend, on), n in zip(ons, notes):
+            assert on.note == n.midi
+            assert bend is not None and bend.type == "pitchwheel" and bend.channel == on.channel
+            assert on.time == 0                          # the bend's tick is the note's tick
+            cents = 1200 * math.log2(n.hz / (440.0 * 2 ** ((n.midi - 69) / 12)))
+            assert abs(bend.pitch / 8192 * 200 - cents) < 0.02     # 200/8192 cents a step
+            paired += 1
+    assert paired == len(pitched)
 
 
 def test_music21_reads_the_same_notes(tmp_path):
@@ -157,6 +174,32 @@ def _with_rank(default_cues, tmp_path, rank):
     p = tmp_path / f"{rank}.toml"
     p.write_text(RANK_SHEET.sub(f'rank = "{rank}"', text), encoding="utf-8")
     return p
+
+
+@pytest.mark.parametrize("heard,per_pair", [(3, 7), (1, 5), (0, 4)])
+def test_heard_jie_override_shortens_the_turn(default_cues, tmp_path, heard, per_pair):
+    """heard_jie sets the heard 节 before the 4 shooting 节; the turn stays within the 诸侯's 7."""
+    text = default_cues.read_text(encoding="utf-8").replace("[shejie]\n", f"[shejie]\nheard_jie = {heard}\n")
+    p = tmp_path / "heard.toml"
+    p.write_text(text, encoding="utf-8")
+    beats = [b for b in compile_file(p, ["lishou"]).beats]
+    by_pair = defaultdict(list)
+    for b in beats:
+        by_pair[b.pair].append(b)
+    for bs in by_pair.values():
+        assert max(b.jie for b in bs) == per_pair and sum(b.shoot for b in bs) == 8
+        assert {b.jie for b in bs if not b.shoot} == set(range(1, heard + 1))
+
+
+def test_heard_jie_beyond_the_rank_count_is_refused(cli, default_cues, tmp_path):
+    """4 heard + 4 shooting 节 do not fit in a 诸侯's 7: one line naming shejie.heard_jie."""
+    text = default_cues.read_text(encoding="utf-8").replace("[shejie]\n", "[shejie]\nheard_jie = 4\n")
+    p = tmp_path / "heard.toml"
+    p.write_text(text, encoding="utf-8")
+    r = cli("compile", p, "-o", tmp_path / "x.mid")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert str(p) in r.stderr and "shejie.heard_jie" in r.stderr and "7 节" in r.stderr
+    assert not (tmp_path / "x.mid").exists()
 
 
 @pytest.mark.parametrize("rank,n_jie", [("诸侯", 7), ("天子", 9), ("卿大夫", 5), ("士", 5)])
