@@ -14,16 +14,22 @@ import pytest
 
 from yuexuan.midi import live, operator, sync
 from yuexuan.errors import UserError
+from yuexuan.midi.program import build_program
+from yuexuan.midi.queue_items import Kind
 from yuexuan.midi.scheduler import Scheduler, summarise
+from yuexuan.midi.smf import TimedMessage
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
 
 
 # -- a small hand-made timeline: two cues, the first open-ended with 1 s phrases ---------------
+BEAT_A_S, BEAT_B_S = 0.5, 0.75      # the cues' beat_s: the MIDI clock's quarter note
+
+
 def _timeline() -> Timeline:
     a = Cue("a", "肆夏", "奏", 0.0, 4.0, ("笙钟",), True, "「奏肆夏」", starts_when="宾升",
-            ends_when="主人答拜", open_ended=True, phrases=(0.0, 1.0, 2.0, 3.0))
+            ends_when="主人答拜", open_ended=True, phrases=(0.0, 1.0, 2.0, 3.0), beat_s=BEAT_A_S)
     b = Cue("b", "鹿鸣", "歌", 5.0, 7.0, ("瑟",), False, "「乃歌鹿鸣三终」",
-            starts_when="工升自西阶", phrases=(5.0, 6.0))
+            starts_when="工升自西阶", phrases=(5.0, 6.0), beat_s=BEAT_B_S)
     notes = [Note(0.25 * i, 0.2, "笙钟", "a", 60 + i % 5, 261.6, 80) for i in range(16)]
     notes += [Note(5.0 + 0.25 * i, 0.2, "瑟", "b", 50 + i % 3, 146.8, 70) for i in range(8)]
     notes.append(Note(0.0, 3.5, "笙钟", "a", 48, 130.8, 90))          # a long drone
@@ -32,19 +38,21 @@ def _timeline() -> Timeline:
 
 
 def _messages(tl: Timeline) -> list:
-    """What midi.timeline_messages yields: setup first, then time-sorted note messages."""
+    """What midi.timeline_messages yields: setup first (no cue), then time-sorted note messages
+    carrying their note's cue and onset."""
     ch = {"笙钟": 0, "瑟": 1}
-    out = [(0.0, "笙钟", mido.Message("sysex", data=[0x7F, 0x7F, 0x08, 0x02, 0, 0])),
-           (0.0, "笙钟", mido.Message("program_change", channel=0, program=14)),
-           (0.0, "瑟", mido.Message("program_change", channel=1, program=107))]
+    out = [TimedMessage(0.0, "笙钟", None, mido.Message("sysex", data=[0x7F, 0x7F, 8, 2, 0, 0])),
+           TimedMessage(0.0, "笙钟", None, mido.Message("program_change", channel=0, program=14)),
+           TimedMessage(0.0, "瑟", None, mido.Message("program_change", channel=1, program=107))]
     ev = []
     for n in tl.notes:
-        ev.append((n.time, 1, mido.Message("note_on", channel=ch[n.instrument], note=n.midi,
-                                           velocity=n.velocity), n.instrument))
-        ev.append((n.time + n.duration, 0, mido.Message("note_off", channel=ch[n.instrument],
-                                                        note=n.midi), n.instrument))
-    ev.sort(key=lambda e: (e[0], e[1]))
-    return out + [(t, name, m) for t, _, m, name in ev]
+        on = mido.Message("note_on", channel=ch[n.instrument], note=n.midi, velocity=n.velocity)
+        off = mido.Message("note_off", channel=ch[n.instrument], note=n.midi)
+        ev.append(((n.time, 1), TimedMessage(n.time, n.instrument, n.cue, on, n.time)))
+        ev.append(((n.time + n.duration, 0),
+                   TimedMessage(n.time + n.duration, n.instrument, n.cue, off, n.time)))
+    ev.sort(key=lambda pair: pair[0])
+    return out + [m for _, m in ev]
 
 
 class Sink:
@@ -78,7 +86,7 @@ def _balanced(msgs) -> bool:
 
 def _show(sink, cue_ids=None, **opts):
     tl = _timeline()
-    prog = live.build_program(tl, _messages(tl), cue_ids)
+    prog = build_program(tl, _messages(tl), cue_ids)
     return tl, live.Show(prog, sink, live.ShowOptions(lead_s=0.05, **opts))
 
 
@@ -120,31 +128,31 @@ def test_summary_percentiles_in_ms():
 # -- the programme ---------------------------------------------------------------------------
 def test_program_keeps_every_note_in_its_cue_and_setup_first():
     tl = _timeline()
-    prog = live.build_program(tl, _messages(tl))
+    prog = build_program(tl, _messages(tl))
     assert len(prog.setup) == 3 and prog.setup[0][0] == 0xF0
     for cue in tl.cues:
-        ons = sorted((e.t, e.data[1]) for e in prog.events[cue.id] if e.kind == live.ON)
+        ons = sorted((e.t, e.data[1]) for e in prog.events[cue.id] if e.kind == Kind.ON)
         assert ons == sorted((n.time, n.midi) for n in tl.notes if n.cue == cue.id)
-        offs = [e for e in prog.events[cue.id] if e.kind == live.OFF]
+        offs = [e for e in prog.events[cue.id] if e.kind == Kind.OFF]
         assert len(offs) == len(ons)
     assert prog.channels == (0, 1)
 
 
 def test_program_window_keeps_note_offs_of_kept_notes_only():
     tl = _timeline()
-    prog = live.build_program(tl, _messages(tl), ["a"], from_s=1.0, until_s=2.0)
-    ons = [e.t for e in prog.events["a"] if e.kind == live.ON]
+    prog = build_program(tl, _messages(tl), ["a"], from_s=1.0, until_s=2.0)
+    ons = [e.t for e in prog.events["a"] if e.kind == Kind.ON]
     assert ons == [1.0, 1.25, 1.5, 1.75]
-    assert sum(e.kind == live.OFF for e in prog.events["a"]) == 4
+    assert sum(e.kind == Kind.OFF for e in prog.events["a"]) == 4
     assert list(prog.events) == ["a"]
 
 
 def test_program_rejects_unknown_cue_and_empty_window():
     tl = _timeline()
-    with pytest.raises(UserError, match="no cue 'zz'"):
-        live.build_program(tl, _messages(tl), ["zz"])
+    with pytest.raises(UserError, match="unknown cue 'zz'; the cues are: a, b"):
+        build_program(tl, _messages(tl), ["zz"])
     with pytest.raises(UserError, match="after --from"):
-        live.build_program(tl, _messages(tl), None, from_s=3.0, until_s=2.0)
+        build_program(tl, _messages(tl), None, from_s=3.0, until_s=2.0)
 
 
 # -- the show --------------------------------------------------------------------------------
@@ -267,7 +275,7 @@ def test_lost_port_drops_then_resends_setup_on_return():
     def send(data):
         return sink(data) if ok["v"] else False
 
-    tl, show = _show(send, ["a"], auto=True)
+    tl, show = _show(send, ["a"], auto=True, clock=True)
     show.start()
     time.sleep(0.4)
     ok["v"] = False
@@ -283,6 +291,10 @@ def test_lost_port_drops_then_resends_setup_on_return():
     assert show.done.wait(15)
     show.shutdown()
     assert "gone" in " ".join(show.status().notices)
+    # the clock ran on through the loss: after the return its pulses keep cue a's beat
+    back = np.array([t for t, d in sink.rows[n:] if d == (0xF8,)])
+    assert len(back) > 10 and np.median(np.diff(back)) == pytest.approx(BEAT_A_S / 24, abs=5e-4)
+    assert [d for _, d in sink.rows[n:] if d[0] in (0xFA, 0xFB, 0xFC)] == [(0xFC,)]
 
 
 # -- sync codes ------------------------------------------------------------------------------
@@ -311,10 +323,27 @@ def test_mtc_quarter_frames_decode_to_their_due_time(fps):
 def test_mtc_full_frame_and_clock_times():
     m = sync.mtc_full_frame(3723.5, 25)
     assert m.bytes() == [0xF0, 0x7F, 0x7F, 0x01, 0x01, (1 << 5) | 1, 2, 3, 12, 0xF7]
-    t = sync.clock_times(10.0, 12.0, 120.0)
-    assert len(t) == 96 and np.allclose(np.diff(t), 60 / 120 / 24)
-    with pytest.raises(UserError):
-        sync.clock_period_s(0)
+    t = sync.clock_times(10.0, 12.0, sync.beat_s_of_bpm(120.0))
+    assert len(t) == 96 and t[0] == 10.0 and np.allclose(np.diff(t), 60 / 120 / 24)
+    with pytest.raises(UserError, match="--bpm"):
+        sync.beat_s_of_bpm(0)
+    with pytest.raises(ValueError):
+        sync.clock_period_s(0.0)
+
+
+def test_cue_clock_times_follow_each_segment_from_its_start():
+    segs = [sync.ClockSegment(1.0, 0.5), sync.ClockSegment(2.3, 0.75)]
+    whole = sync.cue_clock_times(segs, 1.0, 5.0)
+    on_pulse = 2.3 + 0.75 / 24 * 10                        # a window edge on a pulse
+    # in pieces, the adjacent windows neither lose nor repeat a pulse
+    pieces = np.concatenate([sync.cue_clock_times(segs, a, b) for a, b in
+                             [(1.0, 1.5), (1.5, 2.3), (2.3, on_pulse), (on_pulse, 5.0)]])
+    assert np.array_equal(whole, pieces)
+    first, second = whole[whole < 2.3], whole[whole >= 2.3]
+    assert first[0] == 1.0 and np.allclose(np.diff(first), 0.5 / 24)
+    assert len(first) == int(np.ceil(1.3 / (0.5 / 24) - 1e-9))      # up to, not at, 2.3 s
+    assert second[0] == pytest.approx(2.3) and np.allclose(np.diff(second), 0.75 / 24)
+    assert second[-1] < 5.0 <= second[-1] + 0.75 / 24
 
 
 def test_msc_round_trip_and_trigger_parsing():
@@ -379,7 +408,7 @@ def test_play_user_errors(args, says):
 
 def test_clock_stops_on_hold_and_continues_on_resume():
     sink = Sink()
-    tl, show = _show(sink, ["a"], auto=True, clock_bpm=120.0, mtc_fps=25)
+    tl, show = _show(sink, ["a"], auto=True, clock=True, clock_beat_s=0.5, mtc_fps=25)
     show.start()
     time.sleep(0.6)
     show.hold()
@@ -401,3 +430,82 @@ def test_clock_stops_on_hold_and_continues_on_resume():
     assert len(fulls) == 2
     ss, ff = fulls[1].data[6], fulls[1].data[7]
     assert ss + ff / 25 == pytest.approx(0.6, abs=0.1)
+
+
+def _pulses(sink) -> np.ndarray:
+    return np.array([t for t, d in sink.rows if d == (0xF8,)])
+
+
+def _median_gap(pulses, lo, hi) -> float:
+    inside = pulses[(pulses >= lo) & (pulses < hi)]
+    assert len(inside) > 10
+    return float(np.median(np.diff(inside)))
+
+
+def test_clock_follows_each_cues_beat_in_auto_mode():
+    """Show time is timeline time: cue a's beat_s until b starts (5.0 s), then b's."""
+    sink = Sink()
+    tl, show = _show(sink, auto=True, clock=True, from_s=3.0)
+    show.start()
+    assert show.done.wait(15)
+    show.shutdown()
+    (_, anchor), = show.anchors
+    pulses = _pulses(sink) - anchor                        # timeline seconds
+    assert _median_gap(pulses, 3.0, 5.0) == pytest.approx(BEAT_A_S / 24, abs=5e-4)
+    assert _median_gap(pulses, 5.0, 7.0) == pytest.approx(BEAT_B_S / 24, abs=5e-4)
+    assert pulses[0] == pytest.approx(3.0, abs=0.003)     # the first at the start of the run
+    first_b = pulses[pulses >= 5.0 - 0.003][0]             # b's first pulse on its first beat
+    assert first_b == pytest.approx(5.0, abs=0.003)
+    # every pulse of b on its own grid from b's start (none early)
+    k = np.round((pulses[pulses >= 5.0 - 0.003] - 5.0) / (BEAT_B_S / 24))
+    late = pulses[pulses >= 5.0 - 0.003] - (5.0 + k * BEAT_B_S / 24)
+    assert late.min() > -0.0005 and np.median(late) < 0.002
+    kinds = [d[0] for _, d in sink.rows if d[0] in (0xFA, 0xFB, 0xFC)]
+    assert kinds == [0xFA, 0xFC]
+
+
+def test_clock_follows_the_cue_of_each_go_and_a_bpm_overrides():
+    sink = Sink()
+    tl, show = _show(sink, clock=True)
+    show.start()
+    show.go()
+    time.sleep(0.9)
+    show.soft_stop()                                       # ends a at 1.0 s; the clock goes on
+    time.sleep(0.6)
+    assert show.status().state == "waiting"
+    show.go()
+    assert show.done.wait(5)
+    show.shutdown()
+    (_, anchor_a), (_, anchor_b) = show.anchors
+    go_b = anchor_b + tl.cues[1].start
+    pulses = _pulses(sink)
+    assert _median_gap(pulses, anchor_a, go_b) == pytest.approx(BEAT_A_S / 24, abs=5e-4)
+    assert _median_gap(pulses, go_b, pulses[-1] + 1) == pytest.approx(BEAT_B_S / 24, abs=5e-4)
+    assert pulses[pulses >= go_b - 0.001][0] - go_b < 0.003   # b's first beat has a pulse
+
+    fixed = Sink()
+    tl, show = _show(fixed, ["b"], auto=True, clock=True, clock_beat_s=0.25)
+    show.start()
+    assert show.done.wait(10)
+    show.shutdown()
+    pulses = _pulses(fixed)
+    assert _median_gap(pulses, pulses[0], pulses[-1] + 1) == pytest.approx(0.25 / 24, abs=5e-4)
+
+
+def test_program_takes_each_message_cue_from_its_note():
+    """A note keeps its own cue whatever its time: here a note of b sounds in a's span and a
+    note of a ends after a has ended and sounds into b's."""
+    from yuexuan.midi.smf import timeline_messages
+    base = _timeline()
+    odd = [Note(2.0, 0.5, "瑟", "b", 55, 146.8, 64), Note(3.5, 2.0, "笙钟", "a", 61, 261.6, 65)]
+    tl = Timeline(base.ceremony, base.cues, tuple(sorted(base.notes + tuple(odd),
+                                                         key=lambda n: n.time)), ())
+    prog = build_program(tl, timeline_messages(tl))
+    for cue in tl.cues:
+        ons = sorted((e.t, e.data[1], e.data[2]) for e in prog.events[cue.id] if e.kind == Kind.ON)
+        offs = sorted((e.t, e.data[1]) for e in prog.events[cue.id] if e.kind == Kind.OFF)
+        mine = [n for n in tl.notes if n.cue == cue.id]
+        assert ons == sorted((n.time, n.midi, n.velocity) for n in mine)
+        assert offs == sorted((n.time + n.duration, n.midi) for n in mine)
+    assert (2.0, "b") in {(e.t, e.cue) for e in prog.events["b"] if e.data[1] == 55}
+    assert prog.setup and all(d[0] == 0xF0 or d[0] & 0xF0 in (0xB0, 0xC0) for d in prog.setup)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
 import select
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from yuexuan import atomic
 from yuexuan.midi import live, operator, ports, sync
+from yuexuan.midi.program import build_program
 from yuexuan.commands.common import read_timeline
 from yuexuan.errors import UserError
 
@@ -41,8 +43,10 @@ def add_arguments(p) -> None:
     p.add_argument("--auto", action="store_true",
                    help="no operator: play the selection as compiled (open-ended cues take "
                         "their default lengths)")
-    p.add_argument("--clock", action="store_true", help="send MIDI clock (24 ppqn, start/stop)")
-    p.add_argument("--bpm", type=float, default=60.0, help="MIDI clock tempo (default 60)")
+    p.add_argument("--clock", action="store_true",
+                   help="send MIDI clock (24 ppqn, start/stop) at each cue's own beat (its beat_s)")
+    p.add_argument("--bpm", type=float, metavar="BPM",
+                   help="with --clock: a fixed clock tempo in quarter notes a minute instead")
     p.add_argument("--mtc", action="store_true", help="send MIDI Time Code quarter frames")
     p.add_argument("--mtc-fps", type=int, default=25, choices=sorted(sync.MTC_RATES),
                    help="MTC frame rate (default 25)")
@@ -75,7 +79,13 @@ def program_for(args):
         if not args.cues_file.lower().endswith(".json"):
             raise
         raise UserError(f"not a playable timeline ({exc})", file=args.cues_file) from None
-    return live.build_program(tl, messages, cue_ids, args.from_s, args.until_s)
+    program = build_program(tl, messages, cue_ids, args.from_s, args.until_s)
+    if args.clock and args.bpm is None:          # the clock follows each cue's beat
+        for cue in program.cues:
+            if not (math.isfinite(cue.beat_s) and cue.beat_s > 0):
+                raise UserError(f"cue {cue.id!r}: beat_s must be above 0 s for --clock, got "
+                                f"{cue.beat_s!r}", file=args.cues_file)
+    return program
 
 
 def _print_ports(api: str) -> None:
@@ -161,13 +171,12 @@ def run(args) -> int:
         raise UserError(f"MSC device id must be 0..127, got {args.msc}", key="--msc")
     go_trigger = sync.parse_trigger(args.go_midi, "--go-midi")
     stop_trigger = sync.parse_trigger(args.stop_midi, "--stop-midi")
+    clock_beat_s = sync.beat_s_of_bpm(args.bpm) if args.clock and args.bpm is not None else None
     program = program_for(args)
     options = live.ShowOptions(auto=args.auto, from_s=args.from_s, until_s=args.until_s,
-                               clock_bpm=args.bpm if args.clock else None,
+                               clock=args.clock, clock_beat_s=clock_beat_s,
                                mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
                                rt_priority=None if args.no_realtime else RT_PRIORITY)
-    if args.clock:
-        sync.clock_period_s(args.bpm)
     sys.setswitchinterval(0.0005)        # let the scheduler thread take the GIL promptly
     out = ports.Output(args.api, args.port)
     show = live.Show(program, out.send, options, port_name=out.port_name)

@@ -7,10 +7,30 @@ word (go, stop, hold, resume, panic, quit), so a script or a test can drive the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 KEYS = {" ": "go", "g": "go", "\n": "go", "\r": "go", "s": "stop", "h": "toggle-hold",
         "p": "panic", "!": "panic", "q": "quit"}
 WORDS = {"go", "stop", "hold", "resume", "panic", "quit", "toggle-hold"}
 HELP = "[space/g] GO   [s] soft stop (乐阕)   [h] hold/resume   [p] PANIC   [q] quit"
+
+
+@dataclass(frozen=True)
+class Status:
+    """A snapshot of the show for the operator's screen (:meth:`yuexuan.midi.live.Show.status`)."""
+
+    state: str                   # waiting | playing | stopping | held | stopped | done
+    cue: object | None           # the Cue playing (or last played)
+    position_s: float | None     # timeline seconds within the current cue
+    stop_at_s: float | None      # where a soft stop will end it (timeline s)
+    next_cue: object | None
+    auto: bool
+    port: str
+    port_ok: bool
+    sent: int
+    dropped: int
+    notices: tuple               # the latest few notices
+    notice_count: int            # notices so far (to tell the new ones)
 
 
 def command_for_key(key: str) -> str | None:

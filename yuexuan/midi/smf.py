@@ -127,27 +127,42 @@ def bend_value(cents: float) -> int:
     return max(-8192, min(8191, int(round(cents / (100.0 * BEND_RANGE_SEMITONES) * 8192))))
 
 
-def timeline_messages(tl: Timeline, pitch_bend: bool = False) -> list:
-    """Every message of the timeline as (time_s, track name, mido.Message), time-sorted.
+class TimedMessage(NamedTuple):
+    """One message of the timeline, with the cue of the note it sounds."""
 
-    Setup messages (tuning, programs) come first at time 0. At equal times note-offs precede
-    note-ons. Timing is taken from the Timeline and nothing else.
+    time_s: float
+    track: str                   # track (instrument) name
+    cue: str | None              # the note's cue id; None for the setup messages
+    message: mido.Message
+    onset_s: float | None = None  # onset of the note the message belongs to, s; None for setup
+
+
+_OFF, _BEND, _ON = range(3)      # order of a note's messages at equal times
+
+
+def timeline_messages(tl: Timeline, pitch_bend: bool = False) -> list:
+    """Every message of the timeline as :class:`TimedMessage` records, time-sorted.
+
+    Setup messages (tuning, programs; cue None) come first at time 0. A note's pitch bend,
+    note-on and note-off carry its cue and onset. At equal times note-offs precede note-ons.
+    Timing is taken from the Timeline and nothing else.
     """
     tracks = {t.name: t for t in assign_tracks(tl)}
-    out = [(0.0, name, m) for name, m in setup_messages(tl, pitch_bend)]
-    events = []
+    out = [TimedMessage(0.0, name, None, m) for name, m in setup_messages(tl, pitch_bend)]
+    keyed = []                   # ((time_s, order, note index), TimedMessage)
     for i, n in enumerate(tl.notes):
         ch = tracks[n.instrument].channel
         if pitch_bend and n.cents is not None:
-            events.append((n.time, 1, i, n.instrument,
-                           mido.Message("pitchwheel", channel=ch, pitch=bend_value(n.cents))))
-        events.append((n.time, 2, i, n.instrument,
-                       mido.Message("note_on", channel=ch, note=n.midi, velocity=n.velocity)))
-        events.append((n.time + n.duration, 0, i, n.instrument,
-                       mido.Message("note_off", channel=ch, note=n.midi, velocity=0)))
-    events.sort(key=lambda e: (e[0], e[1], e[2]))
-    out += [(t, name, m) for t, _, _, name, m in events]
-    return out
+            bend = mido.Message("pitchwheel", channel=ch, pitch=bend_value(n.cents))
+            keyed.append(((n.time, _BEND, i),
+                          TimedMessage(n.time, n.instrument, n.cue, bend, n.time)))
+        on = mido.Message("note_on", channel=ch, note=n.midi, velocity=n.velocity)
+        keyed.append(((n.time, _ON, i), TimedMessage(n.time, n.instrument, n.cue, on, n.time)))
+        off = mido.Message("note_off", channel=ch, note=n.midi, velocity=0)
+        end = n.time + n.duration
+        keyed.append(((end, _OFF, i), TimedMessage(end, n.instrument, n.cue, off, n.time)))
+    keyed.sort(key=lambda pair: pair[0])
+    return out + [message for _, message in keyed]
 
 
 class TempoChange(NamedTuple):
@@ -204,8 +219,8 @@ def to_midifile(tl: Timeline, pitch_bend: bool = False) -> mido.MidiFile:
     per_track = {CONDUCTOR: cond}
     for tr in assign_tracks(tl):
         per_track[tr.name] = [(0, mido.MetaMessage("track_name", name=tr.name))]
-    for t, name, m in timeline_messages(tl, pitch_bend):
-        per_track[name].append((tmap.ticks(t), m))
+    for tm in timeline_messages(tl, pitch_bend):
+        per_track[tm.track].append((tmap.ticks(tm.time_s), tm.message))
     for name, evs in per_track.items():
         track = mido.MidiTrack()
         last = 0

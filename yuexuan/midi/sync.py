@@ -1,7 +1,7 @@
 """Sync for other gear: MIDI clock (24 ppqn), MIDI Time Code, MIDI Show Control; trigger matching.
 
-Pure encoders and decoders; the live show (:mod:`yuexuan.midi.live`) decides when they are sent.
-Times are seconds on the show clock.
+Pure encoders, decoders and pulse times; the show's sync streams (:mod:`yuexuan.midi.sync_streams`)
+send them. Times are seconds on the show clock.
 """
 
 from __future__ import annotations
@@ -24,18 +24,59 @@ _MSC_NAMES = {v: k for k, v in MSC_COMMANDS.items()}
 
 
 # -- MIDI clock ------------------------------------------------------------------------------
-def clock_period_s(bpm: float) -> float:
-    """Seconds between MIDI clock pulses at ``bpm`` quarter notes a minute."""
+@dataclass(frozen=True)
+class ClockSegment:
+    """From show time ``start_s`` on, the clock runs at ``beat_s`` seconds a quarter note."""
+
+    start_s: float
+    beat_s: float
+
+
+def beat_s_of_bpm(bpm: float) -> float:
+    """Seconds a quarter note lasts at ``bpm`` (the ``--bpm`` override of the clock)."""
     if not bpm > 0:
         raise UserError(f"clock tempo must be above 0 BPM, got {bpm}", key="--bpm")
-    return 60.0 / (bpm * PPQN)
+    return 60.0 / bpm
 
 
-def clock_times(start_s: float, end_s: float, bpm: float) -> np.ndarray:
-    """Times (s) of the clock pulses in [start_s, end_s), the first at ``start_s``."""
-    period = clock_period_s(bpm)
-    n = max(0, int(np.ceil((end_s - start_s) / period - 1e-9)))
-    return start_s + period * np.arange(n)
+def clock_period_s(beat_s: float) -> float:
+    """Seconds between MIDI clock pulses for a quarter note of ``beat_s`` seconds."""
+    if not beat_s > 0:
+        raise ValueError(f"a clock beat must be above 0 s, got {beat_s}")
+    return beat_s / PPQN
+
+
+def _pulse_index(origin_s: float, period_s: float, t_s: float) -> int:
+    """Index of the first pulse at or after ``t_s`` on the grid ``origin_s + k·period_s``."""
+    return max(0, int(np.ceil((t_s - origin_s) / period_s - 1e-9)))
+
+
+def clock_times(start_s: float, end_s: float, beat_s: float,
+                origin_s: float | None = None) -> np.ndarray:
+    """Times (s) of the clock pulses in [start_s, end_s) at ``beat_s`` seconds a quarter note.
+
+    The pulses lie on the grid ``origin_s + k·beat_s/24`` (``origin_s`` defaults to
+    ``start_s``, which then has the first pulse); adjacent windows share no pulse.
+    """
+    period = clock_period_s(beat_s)
+    origin = start_s if origin_s is None else origin_s
+    return origin + period * np.arange(_pulse_index(origin, period, start_s),
+                                       _pulse_index(origin, period, end_s))
+
+
+def cue_clock_times(segments, start_s: float, end_s: float) -> np.ndarray:
+    """Pulse times (s) in [start_s, end_s) of a clock whose tempo follows ``segments``.
+
+    ``segments`` (:class:`ClockSegment`, by start) each run until the next one starts, their
+    pulses on a grid from their own start (a cue's first pulse falls on its first beat).
+    """
+    parts = [np.empty(0)]
+    for seg, nxt in zip(segments, list(segments[1:]) + [None]):
+        lo = max(start_s, seg.start_s)
+        hi = end_s if nxt is None else min(end_s, nxt.start_s)
+        if lo < hi:
+            parts.append(clock_times(lo, hi, seg.beat_s, origin_s=seg.start_s))
+    return np.concatenate(parts)
 
 
 # -- MIDI Time Code --------------------------------------------------------------------------
@@ -80,10 +121,14 @@ def mtc_quarter_frame(index: int, fps: int = 25) -> mido.Message:
     return mido.Message("quarter_frame", frame_type=piece, frame_value=value)
 
 
+def mtc_index_at(seconds: float, fps: int = 25) -> int:
+    """The first quarter-frame index due at or after ``seconds``."""
+    return int(np.ceil(seconds * 4 * _check_fps(fps) - 1e-9))
+
+
 def mtc_first_index(seconds: float, fps: int = 25) -> int:
     """The first quarter-frame index at or after ``seconds`` that starts a cycle (piece 0)."""
-    fps = _check_fps(fps)
-    k = int(np.ceil(seconds * 4 * fps - 1e-9))
+    k = mtc_index_at(seconds, fps)
     return k + (-k) % 8
 
 
