@@ -15,7 +15,6 @@ import xml.etree.ElementTree as ET
 from yuexuan.errors import UserError
 from yuexuan.publish.drawing_geometry import Labeller, Panel, clusters, text_width
 from yuexuan.rite.courtyard import Courtyard, Listener
-from yuexuan.rite.courtyard import load as load_courtyard  # noqa: F401  (for callers: the drawing's input)
 
 SVG_NS = "http://www.w3.org/2000/svg"
 FONT = ("'Noto Sans CJK SC','Source Han Sans SC','PingFang SC','Microsoft YaHei',"
