@@ -1,10 +1,12 @@
 """The renderer, measured from its files: 建鼓 onsets on the 射节 beats, loudness and true peak
-checked with independent tools, stems that add up to the mix, chapters, determinism, and a render
-killed mid-way that leaves the previous file untouched."""
+checked with independent tools, stems that add up to the mix, chapters, determinism, a saved
+timeline JSON rendered from its own instrument facts, and a render killed mid-way that leaves the
+previous file untouched."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import signal
@@ -143,10 +145,17 @@ def test_render_is_deterministic(lishou, tmp_path):
     assert _sha(again.with_suffix(".cue")) == _sha(out.with_suffix(".cue"))
 
 
+def _facts(*names) -> dict:
+    """The timeline's instrument facts of ``names``, as the compiler writes them."""
+    from yuexuan.rite import instruments
+    table = instruments.load_all()
+    return {name: table[name].facts() for name in names}
+
+
 def _tone_timeline(instrument: str, hz: float) -> Timeline:
     notes = tuple(Note(0.5 + i, 0.5, instrument, "t", 60, hz, 100) for i in range(3))
     cue = Cue("t", "test", "奏", 0.0, 4.0, (instrument,), False, "「test」")
-    return Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), notes, (), {})
+    return Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), notes, (), _facts(instrument))
 
 
 def test_flac_render_is_deterministic(tmp_path):
@@ -178,6 +187,122 @@ def test_farther_seat_hears_the_note_later(tmp_path):
     d_bin, d_mid = (_courtyard_distance(s, "建鼓·西") for s in ("宾", "中庭"))
     assert first_sound("宾") - first_sound("中庭") == pytest.approx((d_bin - d_mid) / SPEED_OF_SOUND,
                                                                    abs=0.002)
+
+
+# -- a saved timeline renders from its own instrument facts ----------------------------------------
+
+MOVED = "建鼓·西"          # moved farther from the 宾 in the edited timeline
+STILL = "建鼓·东"          # left where it is
+FARTHER_M = 17.15         # 50 ms more travel at 343 m/s
+
+
+def _seat_m(seat: str) -> list:
+    court = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text("utf-8"))
+    return next(li["position_m"] for li in court["listener"] if li["name"] == seat)
+
+
+def _first_sound_s(path) -> float:
+    """Time of the first sample within 60 dB of the file's peak (a drum stroke's attack)."""
+    x, sr = sf.read(path)
+    env = np.abs(x).max(axis=1)
+    return int(np.argmax(env > 1e-3 * env.max())) / sr
+
+
+@pytest.fixture
+def no_instrument_files(monkeypatch):
+    """Reading an instrument file (instruments/*.toml) fails the test."""
+    from yuexuan.rite import instruments, tomlfile
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"the render read the instrument files: {args}")
+
+    load = tomlfile.load
+
+    def load_no_instruments(path, *args, **kwargs):
+        if Path(path).parent.name == "instruments":
+            refuse(path)
+        return load(path, *args, **kwargs)
+
+    monkeypatch.setattr(instruments, "load_all", refuse)
+    monkeypatch.setattr(instruments, "load_instrument", refuse)
+    monkeypatch.setattr(tomlfile, "load", load_no_instruments)
+
+
+def test_saved_timeline_renders_from_its_own_instrument_facts(tmp_path, default_timeline,
+                                                               no_instrument_files):
+    """The timeline JSON alone drives the render: saved as is, it renders as the compiled timeline
+    does; with one instrument's position_m moved 17.15 m farther from the 宾 (same
+    direction), that instrument's stem starts 50 ms later (measured in the files) while another
+    drum's stays put — and no instrument file is read (see ``no_instrument_files``)."""
+    from yuexuan.commands.common import read_timeline
+    from yuexuan.timeline import save_json
+    opts = render.Options(cues=("gai",))
+    compiled = tmp_path / "compiled.wav"
+    render.render(default_timeline, compiled, opts)
+
+    saved = tmp_path / "saved.json"
+    save_json(default_timeline, saved)
+    doc = json.loads(saved.read_text("utf-8"))
+    seat = np.array(_seat_m("宾"))
+    pos = np.array(doc["instruments"][MOVED]["position_m"])
+    d = float(np.linalg.norm(pos - seat))
+    doc["instruments"][MOVED]["position_m"] = list(seat + (pos - seat) * (d + FARTHER_M) / d)
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
+
+    render.render(read_timeline(str(saved), "render"), tmp_path / "as_saved.wav", opts,
+                  stems_dir=tmp_path / "as_saved")
+    render.render(read_timeline(str(edited), "render"), tmp_path / "moved.wav", opts,
+                  stems_dir=tmp_path / "moved")
+    # the JSON keeps times to the microsecond and Hz to 0.1 mHz: the same sound within −40 dB
+    a, _ = sf.read(compiled)
+    b, _ = sf.read(tmp_path / "as_saved.wav")
+    assert a.shape == b.shape
+    assert np.sqrt(((a - b) ** 2).mean()) < 0.01 * np.sqrt((a ** 2).mean())
+    later = (_first_sound_s(tmp_path / "moved" / f"{MOVED}.wav")
+             - _first_sound_s(tmp_path / "as_saved" / f"{MOVED}.wav"))
+    assert later == pytest.approx(FARTHER_M / SPEED_OF_SOUND, abs=0.001)
+    assert _first_sound_s(tmp_path / "moved" / f"{STILL}.wav") == pytest.approx(
+        _first_sound_s(tmp_path / "as_saved" / f"{STILL}.wav"), abs=1 / SR)
+    # and farther is quieter: the moved drum's stem level falls against the unmoved one's
+    def level(d, name):
+        return np.sqrt((sf.read(tmp_path / d / f"{name}.wav")[0] ** 2).mean())
+    assert level("moved", MOVED) / level("moved", STILL) < 0.9 * level("as_saved", MOVED) / level(
+        "as_saved", STILL)
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda doc: doc["instruments"].pop(MOVED), [MOVED, "not among the timeline's instruments"]),
+    (lambda doc: doc["instruments"][MOVED].pop("synth"), [MOVED, "synth", "recompile"]),
+])
+def test_saved_timeline_without_the_render_facts_is_a_user_error(cli, tmp_path, default_timeline,
+                                                                  edit, words):
+    from yuexuan.timeline import to_dict
+    doc = json.loads(json.dumps(to_dict(default_timeline), ensure_ascii=False))     # a copy
+    edit(doc)
+    src = tmp_path / "t.json"
+    src.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
+    out = tmp_path / "x.wav"
+    r = cli("render", src, "-o", out, "--cues", "gai")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert all(w in r.stderr for w in words), r.stderr
+    assert not out.exists()
+
+
+def test_unknown_cue_of_a_saved_timeline_is_the_one_unknown_cue_error(cli, tmp_path,
+                                                                     default_timeline):
+    """A saved timeline's unknown cue id (caught by the render) reads as the cue sheet's (caught
+    by the compiler), less the cue sheet's file name: one line naming the id and the known ones."""
+    from yuexuan.timeline import save_json
+    src = tmp_path / "t.json"
+    save_json(default_timeline, src)
+    r = cli("render", src, "-o", tmp_path / "x.wav", "--cues", "gai,nosuchcue")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "'nosuchcue'" in r.stderr and all(c.id in r.stderr for c in default_timeline.cues)
+    sheet = cli("render", DEFAULT_CUES, "-o", tmp_path / "x.wav", "--cues", "gai,nosuchcue")
+    assert sheet.returncode == 2
+    assert sheet.stderr.replace(f"{DEFAULT_CUES}: ", "") == r.stderr
+    assert not (tmp_path / "x.wav").exists()
 
 
 @pytest.mark.parametrize("args,words", [
@@ -251,7 +376,7 @@ def test_limiter_holds_the_true_peak_when_one_gain_cannot(tmp_path):
     notes += [Note(5.0 + 15.0 * i, 0.3, "建鼓·东", "t", 41, None, 127) for i in range(2)]
     notes.sort(key=lambda n: (n.time, n.instrument))
     cue = Cue("t", "test", "奏", 0.0, 41.0, ("簜", "建鼓·东"), False, "「test」")
-    tl = Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), tuple(notes), (), {})
+    tl = Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), tuple(notes), (), _facts("簜", "建鼓·东"))
     out = tmp_path / "limited.wav"
     rep = render.render(tl, out)
     assert rep.limited_s > 0
@@ -269,7 +394,7 @@ def test_pitches_in_the_rendered_file_are_sanfen_sunyi(tmp_path):
     notes = (Note(0.5, 1.0, "颂钟", "t", 65, hz["黄"], 100), Note(12.0, 1.0, "颂钟", "t", 73, hz["夷"], 100))
     cue = Cue("t", "test", "奏", 0.0, 22.0, ("颂钟",), False, "「test」")
     out = tmp_path / "two.wav"
-    render.render(Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), notes, (), {}), out)
+    render.render(Timeline(Ceremony("t", "诸侯", "轩县", 345.0), (cue,), notes, (), _facts("颂钟")), out)
     x, sr = sf.read(out)
     mono = x.mean(axis=1)
     measured = {}
@@ -297,7 +422,7 @@ def test_whole_ceremony_renders_in_bounded_memory(tmp_path):
     # getrusage's ru_maxrss would carry over the test runner's own size from the fork.
     code = ("import re, sys\n"
             "from yuexuan.compiler import compile_file\n"
-            "from yuexuan import render\n"
+            "from yuexuan.audio import render\n"
             "rep = render.render(compile_file(sys.argv[1]), sys.argv[2])\n"
             "hwm = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
             "print(rep.duration_s, hwm)\n")

@@ -11,7 +11,7 @@ import pytest
 import soundfile as sf
 from scipy import signal
 
-from yuexuan.audio import loudness, space, synth
+from yuexuan.audio import loudness, notecache, space, synth
 from yuexuan.rite import instruments
 from yuexuan.rite.tuning import parse_pitch
 
@@ -174,17 +174,36 @@ def test_note_cache_rebuilds_an_evicted_entry_identically():
 
     def make(key):
         calls.append(key)
-        inst = INSTS[key[0]]
-        return synth.note_from_key(key, inst.family, inst.synth, SR)
+        inst = INSTS[key.instrument]
+        return notecache.note_from_key(key, inst.family, inst.synth, SR)
 
-    cache = synth.NoteCache(make, max_bytes=1)
-    k1 = synth.note_key("笙磬", "stone", 345.0, 100, 1.0, None)
-    k2 = synth.note_key("笙磬", "stone", 460.0, 100, 1.0, None)
+    cache = notecache.NoteCache(make, max_bytes=1)
+    k1 = notecache.note_key("笙磬", "stone", 345.0, 100, 1.0, None)
+    k2 = notecache.note_key("笙磬", "stone", 460.0, 100, 1.0, None)
     first = cache.get(k1).copy()
     cache.get(k2)
     again = cache.get(k1)
     assert calls == [k1, k2, k1]
     assert first.tobytes() == again.tobytes()
+
+
+def test_note_keys_share_a_waveform_only_when_the_notes_sound_alike():
+    """Velocities in one bucket and held lengths within 50 ms share a key (and so a waveform);
+    another syllable's vowel, another held length or another pitch does not. A key's waveform is
+    the note synthesised at the key's bucketed velocity and length, seeded by the key."""
+    key = notecache.note_key
+    assert key("歌", "voice", 345.0, 100, 1.01, "鸣") == key("歌", "voice", 345.0, 110, 0.99, "宾")
+    assert key("歌", "voice", 345.0, 100, 1.0, "鸣") != key("歌", "voice", 345.0, 100, 1.0, "我")
+    assert key("歌", "voice", 345.0, 100, 1.0, "鸣") != key("歌", "voice", 345.0, 100, 1.1, "鸣")
+    assert key("瑟", "string", 345.0, 100, 1.0, None) == key("瑟", "string", 345.0, 100, 3.0, None)
+    assert key("瑟", "string", 345.0, 100, 1.0, None) != key("瑟", "string", 350.0, 100, 1.0, None)
+    k = key("歌", "voice", 345.0, 100, 1.01, "鸣")
+    assert (k.instrument, k.hz, k.velocity, k.duration_s, k.vowel, k.sung) == \
+        ("歌", 345.0, 112, 1.0, "i", True)
+    inst = INSTS["歌"]
+    direct = synth.note(inst.family, inst.synth, 345.0, 112, 1.0, SR, seed=k.seed(), lyric="·",
+                        vowel="i")
+    assert notecache.note_from_key(k, inst.family, inst.synth, SR).tobytes() == direct.tobytes()
 
 
 # --- the note command ------------------------------------------------------------------------

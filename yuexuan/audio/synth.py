@@ -1,5 +1,9 @@
-"""Synthesis of one note by instrument family, in numpy: a pure function of the instrument's
-``[synth]`` table, the frequency (Hz), the velocity, the duration (s) and the sample rate.
+"""Synthesis of one note by instrument family, in numpy.
+
+Every function here is pure: :func:`note` depends only on the family, the instrument's ``[synth]``
+table, the frequency (Hz), the velocity, the duration (s), the sample rate and the noise seed, and
+returns a new array. Nothing is cached here; the renderer's cache of waveforms (filled on worker
+threads) is :mod:`yuexuan.audio.notecache`.
 
 Families (``instruments/*.toml`` ``family``):
 
@@ -14,24 +18,25 @@ Families (``instruments/*.toml`` ``family``):
 - ``pipe``   簜: harmonics (``harmonics``), breath noise, vibrato.
 - ``voice``  歌 and the calls: formant synthesis of a sung vowel, chosen from the syllable.
 
-A pitched note's nominal frequency is always its strongest partial over the first second.
-Noise is seeded from the caller's ``seed`` (derive it from the note's identity), so the same
-arguments always give the same samples. Output: float32 mono, peak about 1 at velocity 127.
+A pitched note's nominal frequency is always its strongest partial over the first second. Noise
+comes from ``seed`` (derive it from the note's identity: :func:`seed_of`). Output: float32 mono,
+peak about 1 at velocity 127.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
-from collections import OrderedDict
 
 import numpy as np
+from scipy.signal import lfilter
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "drum": 3.0, "string": 6.0}
 #: a mode is computed until it has decayed by this many time constants (−50 dB).
 DECAY_SPAN = 5.75
 RELEASE_S = 0.12          # release of sustained notes (pipe, voice), s
+SUSTAINED = ("pipe", "voice")   # families held for the note's duration; the others ring out
 
 #: formants (Hz) and bandwidths (Hz) of sung vowels, a low male voice.
 VOWELS = {
@@ -107,7 +112,6 @@ def _noise(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def _onepole_lowpass(x: np.ndarray, cutoff_hz: float, sample_rate: int) -> np.ndarray:
-    from scipy.signal import lfilter
     a = math.exp(-2 * math.pi * min(cutoff_hz, 0.49 * sample_rate) / sample_rate)
     return lfilter([1 - a], [1, -a], x).astype(np.float32)
 
@@ -353,7 +357,7 @@ def voice(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int
 
 
 # ---------------------------------------------------------------------------------------------
-# the entry point and the cache
+# the entry point
 
 
 def note(family: str, params: dict, hz: float | None, velocity: int, duration_s: float,
@@ -383,9 +387,6 @@ def note(family: str, params: dict, hz: float | None, velocity: int, duration_s:
     raise ValueError(f"unknown instrument family {family!r}")
 
 
-SUSTAINED = ("pipe", "voice")
-
-
 def length(family: str, params: dict, duration_s: float, sample_rate: int) -> int:
     """Samples :func:`note` returns for these arguments (without rendering)."""
     if family in SUSTAINED:
@@ -397,78 +398,3 @@ def length(family: str, params: dict, duration_s: float, sample_rate: int) -> in
     if strokes > 1:
         n += int(strokes / float(params.get("rattle_rate_hz", 12.0)) * sample_rate)
     return n
-VELOCITY_BUCKETS = (40, 80, 112)     # timbre is rendered at these velocities; gain is exact
-DURATION_STEP_S = 0.05               # sustained notes are cached per 50 ms of duration
-
-
-def velocity_bucket(velocity: int) -> int:
-    """The representative velocity whose timbre a note of ``velocity`` uses."""
-    return min(VELOCITY_BUCKETS, key=lambda b: abs(b - velocity))
-
-
-def note_key(instrument: str, family: str, hz: float | None, velocity: int, duration_s: float,
-             lyric: str | None) -> tuple:
-    """Identity of a cached waveform: notes with equal keys sound identical (up to gain)."""
-    dur = round(round(duration_s / DURATION_STEP_S) * DURATION_STEP_S, 3) if family in SUSTAINED \
-        else 0.0
-    syl = (vowel_of(lyric), bool(lyric)) if family == "voice" else None
-    return (instrument, None if hz is None else round(float(hz), 6), velocity_bucket(velocity),
-            dur, syl)
-
-
-def note_from_key(key: tuple, family: str, params: dict, sample_rate: int) -> np.ndarray:
-    """Render the waveform a :func:`note_key` stands for (seeded by the key)."""
-    _, hz, vel, dur, syl = key
-    vowel, sung = syl if syl is not None else (None, False)
-    return note(family, params, hz, vel, dur, sample_rate, seed=seed_of(*key),
-                lyric="·" if sung else None, vowel=vowel)
-
-
-class NoteCache:
-    """Bounded LRU of rendered waveforms keyed by :func:`note_key` (bytes limit ``max_bytes``).
-
-    ``make(key)`` builds a waveform on a miss; an evicted entry is rebuilt identically.
-    """
-
-    def __init__(self, make, max_bytes: int = 160 * 2 ** 20):
-        self._make = make
-        self._max = max_bytes
-        self._data: OrderedDict = OrderedDict()
-        self._bytes = 0
-        self.hits = self.misses = 0
-
-    def prefetch(self, keys, workers: int = 2, tick=None) -> None:
-        """Build the missing waveforms of ``keys`` (in that order) on ``workers`` threads, while
-        they fit in the byte limit. The result is the same as building them on demand.
-
-        ``tick()`` is called in this thread after each waveform; if it raises, the waveforms not
-        yet started are cancelled and the exception goes on once the running ones end."""
-        from concurrent.futures import ThreadPoolExecutor
-        todo = [k for k in dict.fromkeys(keys) if k not in self._data]
-        pool = ThreadPoolExecutor(max_workers=workers)
-        try:
-            for key, arr in zip(todo, pool.map(self._make, todo)):
-                if tick is not None:
-                    tick()
-                if self._bytes + arr.nbytes > self._max:
-                    break
-                self._data[key] = arr
-                self._bytes += arr.nbytes
-                self.misses += 1
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-    def get(self, key):
-        arr = self._data.get(key)
-        if arr is not None:
-            self._data.move_to_end(key)
-            self.hits += 1
-            return arr
-        self.misses += 1
-        arr = self._make(key)
-        self._data[key] = arr
-        self._bytes += arr.nbytes
-        while self._bytes > self._max and len(self._data) > 1:
-            _, old = self._data.popitem(last=False)
-            self._bytes -= old.nbytes
-        return arr

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
+from yuexuan.audio import render
 from yuexuan.publish import guide
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
 from yuexuan.errors import UserError
@@ -17,26 +17,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the site into")
     parser.add_argument("--audio", metavar="FILE",
                         help="the rendered ceremony (FLAC, WAV, Ogg, MP3); copied beside the page. "
-                             "Without it the renderer is asked for one, if it is installed")
+                             "Without it the ceremony is rendered to OUT/<CUES stem>.flac")
     add_selection_argument(parser)
     parser.add_argument("--no-audio", action="store_true",
                         help="write the page without audio (a notice; the time slider still works)")
 
 
-def _render_audio(timeline, out_dir: Path, stem: str) -> Path | None:
-    """Render the timeline with :mod:`yuexuan.audio.render` if that module offers a file renderer."""
-    try:
-        render = importlib.import_module("yuexuan.audio.render")
-    except ModuleNotFoundError as exc:
-        if exc.name != "yuexuan.audio.render":
-            raise
-        return None
-    fn = getattr(render, "render_file", None)
-    if fn is None:
-        return None
+def _render_audio(timeline, out_dir: Path, stem: str) -> Path:
+    """Render the timeline to ``out_dir/<stem>.flac`` (with its chapter sidecars)."""
     target = out_dir / f"{stem}.flac"
-    fn(timeline, target)
-    return target if target.is_file() else None
+    render.render_file(timeline, target)
+    return target
 
 
 def run(args) -> int:
@@ -58,7 +49,7 @@ def run(args) -> int:
         audio = _render_audio(timeline, out, Path(args.cues_file).stem)
     guide.write_site(timeline, out, audio)
     if audio is None:
-        print(f"yuexuan guide: {out}/index.html written without audio (--no-audio, or no renderer)")
+        print(f"yuexuan guide: {out}/index.html written without audio (--no-audio)")
     return 0
 
 

@@ -9,7 +9,7 @@ from yuexuan import atomic
 from yuexuan.audio import synth
 from yuexuan.rite import instruments
 from yuexuan.errors import UserError
-from yuexuan.audio.render import output_format
+from yuexuan.audio.output import output_format
 from yuexuan.rite.tuning import parse_pitch
 
 HELP = "audition one note: INSTRUMENT 律 (e.g. 笙钟 夷) as a mono WAV/FLAC, dry (peak −1 dBFS at velocity 127)"

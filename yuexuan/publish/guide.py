@@ -36,10 +36,10 @@ def static_text(name: str) -> str:
 
 def cue_vtt(timeline: Timeline) -> str:
     """WebVTT captions, one per cue, from the renderer's VTT writer (the one writer of captions)."""
-    from yuexuan.audio import render
+    from yuexuan.audio import sidecars
 
     rows = sorted(((c.start, c.end, c) for c in timeline.cues), key=lambda r: (r[0], r[1]))
-    return render.vtt_text(rows)
+    return sidecars.vtt_text(rows)
 
 
 def _json_for_script(obj) -> str:

@@ -47,12 +47,15 @@ class Instrument:
         return pitch in self.pitch_set
 
     def facts(self) -> dict:
-        """Plain dict for the timeline JSON."""
+        """Plain dict for the timeline JSON: all that the outputs read of an instrument (the
+        renderer synthesises from ``family``, ``pitched`` and ``synth`` and places by
+        ``position_m``, never reading the instrument files)."""
         return {"pinyin": self.pinyin, "english": self.english, "family": self.family,
                 "kind": self.kind, "xian": self.xian, "position_m": list(self.position_m),
                 "facing": self.facing, "suspension": self.suspension, "count": self.count,
                 "gm_program": self.gm_program, "gm_drum_key": self.gm_drum_key,
-                "source": self.source}
+                "source": self.source, "pitched": self.pitched,
+                "synth": {k: list(v) if isinstance(v, list) else v for k, v in self.synth.items()}}
 
 
 def load_instrument(path: str | Path) -> Instrument:

@@ -1,0 +1,85 @@
+"""Mixing a plan block by block, and the look-ahead true-peak limiter's gain."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import ndimage
+from scipy.linalg import blas
+
+from yuexuan.audio import loudness
+from yuexuan.audio.plan import Plan
+
+RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more are made
+
+
+def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
+    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block
+    (with ``mix_too`` False the mix is left silent: for a caller that has it already).
+
+    The mix arrays are reused after :data:`RING` blocks (no fresh pages per block); a consumer
+    must be done with a block before it asks for the RING-th next one.
+    """
+    nev = len(p.starts)
+    nxt = 0
+    active: list = []
+    ring = [np.zeros((block, 2), dtype=np.float32) for _ in range(RING)]
+    for k, b0 in enumerate(range(0, p.total, block)):
+        b1 = min(p.total, b0 + block)
+        while nxt < nev and p.starts[nxt] < b1:
+            active.append(nxt)
+            nxt += 1
+        mix = ring[k % RING][:b1 - b0]
+        mix.fill(0.0)
+        flat = mix.reshape(-1)
+        parts = {} if stems else None
+        keep = []
+        for e in active:
+            s, t = int(p.starts[e]), int(p.ends[e])
+            if t <= b0:
+                continue
+            if t > b1:
+                keep.append(e)
+            a, z = max(s, b0), min(t, b1)
+            src = p.cache.get(p.keys[e]).reshape(-1)[2 * (a - s):2 * (z - s)]
+            g = float(p.gains[e])
+            if stems:
+                i = int(p.inst[e])
+                if i not in parts:
+                    parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
+                blas.saxpy(src, parts[i].reshape(-1)[2 * (a - b0):2 * (z - b0)], a=g)
+            if mix_too:
+                blas.saxpy(src, flat[2 * (a - b0):2 * (z - b0)], a=g)     # in place: y += g·x
+        active = keep
+        yield b0, mix, parts
+
+
+def limiter_gain(x: np.ndarray, ceiling: float, window: int, lead: int) -> np.ndarray | None:
+    """Gain (≤ 1) for the middle of ``x`` (after ``lead`` samples of context, before the same at
+    the end) that keeps the 4× oversampled peak at or below ``ceiling`` (linear); None if no
+    sample needs less than unity.
+
+    Minimum filter then moving average of the required gain, both 2·window+1 wide: the average of
+    minima around a sample never exceeds the gain required there (zero latency, offline). Only
+    chunks whose sample peak comes within :data:`loudness.TP_SEARCH_DB` of the ceiling are
+    oversampled.
+    """
+    chunk, ctx = 1024, loudness.TAPS_PER_PHASE
+    need = np.ones(len(x), dtype=np.float32)
+    bound = 10 ** (loudness.TP_SEARCH_DB / 20)
+    peaks = loudness.abs_max_channels(x)
+    hot = False
+    for lo in range(0, len(x), chunk):
+        if float(peaks[max(0, lo - ctx):lo + chunk + ctx].max()) * bound <= ceiling:
+            continue
+        a = max(0, lo - ctx)
+        env = loudness.true_peak_envelope(x[a:lo + chunk + ctx])[lo - a:lo - a + chunk]
+        if float(env.max()) > ceiling:
+            need[lo:lo + len(env)] = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
+            hot = True
+    if not hot:
+        return None
+    w = 2 * window + 1
+    smooth = ndimage.uniform_filter1d(ndimage.minimum_filter1d(need, w, mode="nearest"), w,
+                                      mode="nearest")
+    g = np.minimum(smooth, 1.0)[lead:len(x) - lead]
+    return g if float(g.min()) < 1.0 else None

@@ -1,0 +1,151 @@
+"""The render plan: which cached waveform starts at which sample, with which gain.
+
+Everything the plan knows of an instrument (family, pitched, ``[synth]`` table, position) comes
+from the timeline's ``instruments`` facts, never from the instrument files: a saved timeline JSON
+renders the same wherever it is read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from yuexuan import errors
+from yuexuan.audio import notecache, space, synth
+from yuexuan.errors import UserError
+from yuexuan.rite.instruments import FAMILIES
+from yuexuan.timeline import Timeline
+
+TARGET_LUFS = -16.0
+CEILING_DBTP = -1.0
+BLOCK = 1 << 16                # samples a block
+
+
+@dataclass(frozen=True)
+class Options:
+    sample_rate: int = 48000
+    listener: str = "宾"
+    cues: tuple | None = None          # cue ids to render; time 0 = the first one's start
+    target_lufs: float = TARGET_LUFS
+    ceiling_dbtp: float = CEILING_DBTP
+    block: int = BLOCK
+
+
+class Body(NamedTuple):
+    """What the render needs of one instrument, read from the timeline's instrument facts."""
+
+    name: str
+    family: str                        # a synth family (bell, stone, drum, string, pipe, voice)
+    pitched: bool
+    synth: dict                        # its [synth] table
+    position_m: tuple                  # (x east, y north, z up), metres
+    level: float                       # amplitude of its [synth] gain_db
+
+
+def bodies(timeline: Timeline, names) -> dict:
+    """:class:`Body` of each instrument in ``names``, by name, from ``timeline.instruments``."""
+    out = {}
+    for name in names:
+        facts = timeline.instruments.get(name)
+        if facts is None:
+            raise UserError(f"instrument {name!r} has notes but is not among the timeline's "
+                            f"instruments (no synthesis); recompile the cue sheet")
+        family, pitched, params = facts.get("family"), facts.get("pitched"), facts.get("synth")
+        pos = facts.get("position_m")
+        if family not in FAMILIES or not isinstance(pitched, bool) or not isinstance(params, dict) \
+                or not (isinstance(pos, (list, tuple)) and len(pos) == 3):
+            raise UserError(f"instruments[{name!r}] lacks what the render needs (family, pitched, "
+                            f"synth, position_m); recompile the cue sheet")
+        gain_db = params.get("gain_db", 0.0)
+        if isinstance(gain_db, bool) or not isinstance(gain_db, (int, float)):
+            raise UserError(f"instruments[{name!r}].synth.gain_db: expected a number of dB")
+        out[name] = Body(name, family, pitched, params, tuple(float(v) for v in pos),
+                         10 ** (float(gain_db) / 20))
+    return out
+
+
+@dataclass
+class Plan:
+    sample_rate: int
+    t0: float                          # timeline time of sample 0, s
+    starts: np.ndarray                 # int64 start sample of each event (travel delay included)
+    ends: np.ndarray                   # int64 end sample (exclusive)
+    gains: np.ndarray                  # float32 amplitude of each event
+    keys: list                         # notecache.NoteKey of each event
+    inst: np.ndarray                   # int index into names
+    names: list                        # instrument names with events, timeline order
+    total: int                         # samples in the file
+    cue_ids: frozenset | None          # the selected cues (None: all)
+    cache: notecache.NoteCache
+
+    @property
+    def duration_s(self) -> float:
+        return self.total / self.sample_rate
+
+
+def _selection(timeline: Timeline, cues) -> tuple:
+    """(t0 s, end s, notes) of the cue ids ``cues`` (all when None)."""
+    if not cues:
+        return 0.0, timeline.duration, list(timeline.notes)
+    known = [c.id for c in timeline.cues]
+    for cue_id in cues:
+        if cue_id not in known:
+            raise errors.unknown_cue(cue_id, known, key="--cues")
+    chosen = set(cues)
+    t0 = min(c.start for c in timeline.cues if c.id in chosen)
+    t_end = max(c.end for c in timeline.cues if c.id in chosen)
+    return t0, t_end, [n for n in timeline.notes if n.cue in chosen]
+
+
+def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
+    """Place every note of the selection, heard from ``listener_table[options.listener]``;
+    waveforms are rendered lazily by the plan's cache."""
+    sr = int(options.sample_rate)
+    if not 8000 <= sr <= 192000:
+        raise UserError(f"sample rate {sr} Hz is out of range (8000..192000)", key="--sample-rate")
+    if options.listener not in listener_table:
+        raise UserError(f"unknown listener {options.listener!r}; choose one of "
+                        f"{', '.join(listener_table)}", key="--listener")
+    listener = listener_table[options.listener]
+    t0, t_end, notes = _selection(timeline, options.cues)
+    used = {n.instrument for n in notes}
+    names = [nm for nm in timeline.instrument_names() if nm in used]
+    insts = bodies(timeline, names)
+    for n in notes:
+        if insts[n.instrument].pitched and not (n.hz and 10.0 <= n.hz <= 0.45 * sr):
+            raise UserError(f"note of cue {n.cue!r} at {n.time:.3f} s on {n.instrument} has "
+                            f"frequency {n.hz!r} Hz; expected 10 Hz .. {0.45 * sr:.0f} Hz")
+    index = {nm: i for i, nm in enumerate(names)}
+    places = {nm: space.placement(listener, insts[nm].position_m, sr, seed_name=nm) for nm in names}
+
+    def make(key: notecache.NoteKey) -> np.ndarray:
+        body = insts[key.instrument]
+        mono = notecache.note_from_key(key, body.family, body.synth, sr)
+        return space.spatialise(mono, places[key.instrument])
+
+    starts, ends, gains, keys, inst_idx = [], [], [], [], []
+    for n in notes:
+        body, place = insts[n.instrument], places[n.instrument]
+        key = notecache.note_key(n.instrument, body.family, n.hz if body.pitched else None,
+                                 n.velocity, n.duration, n.lyric)
+        s = int(round((n.time - t0) * sr)) + place.delay_samples
+        if s < 0:
+            continue
+        starts.append(s)
+        ends.append(s + synth.length(body.family, body.synth, key.duration_s, sr)
+                    + place.length_extra)
+        gains.append(synth.velocity_gain(n.velocity) / synth.velocity_gain(key.velocity)
+                     * body.level)
+        keys.append(key)
+        inst_idx.append(index[n.instrument])
+    starts_a = np.asarray(starts, dtype=np.int64)
+    ends_a = np.asarray(ends, dtype=np.int64)
+    total = max(int(math.ceil((t_end - t0) * sr)), int(ends_a.max()) if len(ends_a) else 0)
+    order = np.argsort(starts_a, kind="stable")
+    return Plan(sr, t0, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
+                [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,
+                total, frozenset(options.cues) if options.cues else None,
+                notecache.NoteCache(make))
