@@ -146,7 +146,7 @@ def test_quoted_csv_reads_like_plain_csv(tmp_path):
     for name in ("time", "rank", "role", "target", "result", "round", "lines"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     def per_row(s):       # names per row (the group numbering may differ)
-        return [s.archer_names[k] for k in s.archer], [s.pair_names[k] for k in s.pair]
+        return s.archers, [s.pair_names[k] for k in s.pair]
 
     assert per_row(a) == per_row(b)
 
@@ -157,7 +157,7 @@ def test_blanks_crlf_and_bom_are_tolerated(tmp_path):
                   "1083.5,乙,士,下射,,不中\r\n\r\n".encode("utf-8"))
     s = read_shots(p)
     assert s.time.tolist() == [1081.5, 1083.5]
-    assert [s.archer_names[k] for k in s.archer] == ["甲", "乙"]
+    assert s.archers == ["甲", "乙"]
     assert s.round.tolist() == [3, 3] and s.target.tolist() == [2, -1]
 
 

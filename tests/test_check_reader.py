@@ -57,7 +57,7 @@ def test_reader_agrees_with_the_csv_module(tmp_path, text):
     assert s.lines.tolist() == list(range(2, len(rows) + 2))
     for i, r in enumerate(rows):
         assert math.isclose(s.time[i], float(r["time"]), rel_tol=0, abs_tol=0)
-        assert s.archer_names[s.archer[i]] == r["archer"].strip()
+        assert s.archers[i] == r["archer"].strip()
         assert RANKS[s.rank[i]] == r["rank"].strip() and ROLES[s.role[i]] == r["role"].strip()
         assert (TARGETS[s.target[i]] if s.target[i] >= 0 else "") == r["target"].strip()
         assert RESULTS[s.result[i]] == r["result"].strip()

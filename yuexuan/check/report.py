@@ -40,7 +40,7 @@ def shot_columns(shots: Shots, v: shiho.Verdict) -> list:
     r3 = shots.round == 3
     return [
         _seconds(shots.time),
-        _names(shots.archer, shots.archer_names),
+        shots.archers,
         _names(shots.rank, RANKS),
         _names(shots.role, ROLES),
         _names(shots.target, TARGETS),
@@ -122,7 +122,7 @@ def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | No
         t = shots.target[i]
         nb = v.nearest_beat[i]
         rows.append((str(i + 1), f"{shots.time[i]:.3f}",
-                     shots.archer_names[shots.archer[i]], RANKS[shots.rank[i]],
+                     shots.archers[i], RANKS[shots.rank[i]],
                      ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
                      RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
                      "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",

@@ -34,15 +34,14 @@ class Shots:
     """A validated shot log, one entry per input row, in input order.
 
     Category columns hold indices into :data:`RANKS`, :data:`ROLES`, :data:`TARGETS` (−1 = no
-    target, a miss) and :data:`RESULTS`; ``archer`` and ``pair`` index ``archer_names`` and
-    ``pair_names`` (in order of first appearance; pair −1 = none given). ``lines`` gives each
-    row's 1-based line in the file.
+    target, a miss) and :data:`RESULTS`; ``pair`` indexes ``pair_names`` (in order of first
+    appearance; −1 = none given). ``archers`` holds each row's name (no rule groups by it).
+    ``lines`` gives each row's 1-based line in the file.
     """
 
     path: str
     time: np.ndarray          # float64, seconds, as read (before any clock offset)
-    archer: np.ndarray        # int32 index into archer_names
-    archer_names: list
+    archers: list             # str, the archer's name (blanks trimmed)
     rank: np.ndarray          # int8 index into RANKS
     role: np.ndarray          # int8 index into ROLES
     target: np.ndarray        # int8 index into TARGETS, -1 for none
@@ -75,9 +74,13 @@ def _stripped(values: list) -> list:
 
 
 def _codes(values: list, vocab: dict) -> np.ndarray:
-    """int16 code of each (stripped) value in ``vocab``, :data:`UNKNOWN` where it has none."""
-    return np.fromiter(map(vocab.get, values, itertools.repeat(UNKNOWN)), dtype=np.int16,
-                       count=len(values))
+    """int16 code of each value in ``vocab`` (blanks around it ignored), :data:`UNKNOWN` where
+    it has none."""
+    codes = np.fromiter(map(vocab.get, values, itertools.repeat(UNKNOWN)), dtype=np.int16,
+                        count=len(values))
+    for i in np.flatnonzero(codes == UNKNOWN):       # with blanks around (rare), or wrong
+        codes[i] = vocab.get(values[i].strip(), UNKNOWN)
+    return codes
 
 
 def _groups(values: list) -> tuple[np.ndarray, list]:
@@ -128,12 +131,12 @@ def shots_from_columns(c: Columns) -> Shots:
         raise field_error(c.path, int(c.lines[i]), i + 1, column, message)
 
     def category(name, vocab, allowed):
-        values = _stripped(c.values[name])
+        values = c.values[name]
         codes = _codes(values, vocab)
         bad = np.flatnonzero(codes == UNKNOWN)
         if bad.size:
             i = int(bad[0])
-            fail(i, name, f"unknown {name} {values[i]!r}; expected {allowed}")
+            fail(i, name, f"unknown {name} {values[i].strip()!r}; expected {allowed}")
         return codes.astype(np.int8)
 
     time = _times(c, fail)
@@ -154,10 +157,9 @@ def shots_from_columns(c: Columns) -> Shots:
     archers = _stripped(c.values["archer"])
     if "" in archers:
         fail(archers.index(""), "archer", "archer is empty")
-    archer, archer_names = _groups(archers)
     pair, pair_names = _groups(_stripped(c.values["pair"]))
-    return Shots(c.path, time, archer, archer_names, rank, role, target, result, pair, pair_names,
-                 rnd, c.lines)
+    return Shots(c.path, time, archers, rank, role, target, result, pair, pair_names, rnd,
+                 c.lines)
 
 
 def read_shots(path: str | Path) -> Shots:
