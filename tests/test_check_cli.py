@@ -161,6 +161,22 @@ def test_blanks_crlf_and_bom_are_tolerated(tmp_path):
     assert s.round.tolist() == [3, 3] and s.target.tolist() == [2, -1]
 
 
+def test_line_breaks_in_names_survive_the_csv_output(capsys, tmp_path):
+    # Quoted input names holding CR, LF and quotes come back whole from the CSV output.
+    p = tmp_path / "names.csv"
+    names = ['甲\r乙', '丙\n丁', '戊 "己", 庚']
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    w.writerow(HEADER.strip().split(","))
+    w.writerows([[f"{1081.5 + 2 * k}", n, "士", "上射", "干", "贯", n, "3"] for k, n in enumerate(names)])
+    p.write_text(buf.getvalue(), encoding="utf-8", newline="")
+    code, out, err = run_check(capsys, CUES, p, "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out, newline="")))
+    assert [r["archer"] for r in rows] == names and [r["pair"] for r in rows] == names
+    assert [r["reason"] for r in rows] == ["释"] * 3
+
+
 # -- bad input: one line naming the row and the column, exit 2, no traceback -------------------
 
 BAD_CSV = [
@@ -180,6 +196,8 @@ BAD_CSV = [
     ("hit without a target", HEADER + "1,甲,士,上射,,贯,,2\n", ":2: target: row 1: ", "needs the 侯"),
     ("empty archer", HEADER + "1,,士,上射,干,贯,,2\n", ":2: archer: row 1: ", "archer is empty"),
     ("ragged row", HEADER + "1,甲,士,上射,干,贯,,2\n2,乙,士,下射,干\n", ":3: row 2: ", "has 5 fields"),
+    ("ragged row after blank lines", HEADER + "\n1,甲,士,上射,干,贯,,2\n \n2,乙,士,下射,干\n",
+     ":5: row 2: ", "has 5 fields"),
     ("quoted, bad rank after a multi-line field",
      HEADER + '1,"甲\n(the elder)",士,上射,干,贯,,2\n2,乙,侯,下射,干,贯,,2\n', ":4: rank: row 2: ", "'侯'"),
     ("header only", HEADER, "", "no shots"),
@@ -207,6 +225,10 @@ BAD_JSONL = [
      '"result": "贯"}\n', ":1: time: row 1: ", "not a number"),
     ("numeric rank", '{"time": 1, "archer": "甲", "rank": 3, "role": "上射", "target": "干", '
      '"result": "贯"}\n', ":1: rank: row 1: ", "must be a string"),
+    ("integer time beyond any float", '{"time": 1' + "0" * 400 + ', "archer": "甲", "rank": "士", '
+     '"role": "上射", "target": "干", "result": "贯"}\n', ":1: time: row 1: ", "finite"),
+    ("integer of too many digits", '{"time": ' + "9" * 5000 + ', "archer": "甲"}\n', ":1: row 1: ",
+     "not valid JSON"),
     ("unknown result, line 3", '{"time": 1, "archer": "甲", "rank": "士", "role": "上射", "target": '
      '"干", "result": "贯"}\n\n{"time": 2, "archer": "乙", "rank": "士", "role": "下射", "target": '
      '"干", "result": "穿"}\n', ":3: result: row 2: ", "'穿'"),
