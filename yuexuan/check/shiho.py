@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS
+from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, Shots
 
 GONG, BIN, QING, DAFU, SHI = range(5)            # indices into RANKS (most senior first)
 SHANG, XIA = range(2)                            # indices into ROLES: 上射, 下射
@@ -268,7 +268,8 @@ def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s
     return Verdict(clock, nearest, off, ok, released, reason, tallies(round_, role, released))
 
 
-def evaluate_shots(shots, beats_s, offset_s: float = 0.0, settings: Settings = Settings()) -> Verdict:
+def evaluate_shots(shots: Shots, beats_s, offset_s: float = 0.0,
+                   settings: Settings = Settings()) -> Verdict:
     """:func:`evaluate` on a :class:`yuexuan.check.shots.Shots`."""
     return evaluate(shots.round, shots.rank, shots.role, shots.target, shots.result, shots.pair,
                     shots.time, beats_s, offset_s, settings)
