@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from yuexuan.commands.play import RT_PRIORITY
+from yuexuan.midi.queue_items import Kind, Payload
 from yuexuan.midi.scheduler import Scheduler, summarise
 
 
@@ -38,10 +39,13 @@ def due_times(n: int, seconds: float, seed: int = 5) -> np.ndarray:
 
 
 def run_scheduler(offsets: np.ndarray, rt_priority=None, lead_s: float = 0.2):
-    """Errors (s) of the scheduler over ``offsets``, and whether it ran SCHED_FIFO."""
-    sched = Scheduler(lambda _payload: True, rt_priority=rt_priority)
+    """Errors (s) of the scheduler over ``offsets``, and whether it ran SCHED_FIFO.
+
+    The payloads are the show's records (a note-on :class:`Payload` each), told apart by kind."""
+    sched = Scheduler(lambda p: p.kind == Kind.ON, rt_priority=rt_priority)
     origin = time.monotonic() + lead_s
-    sched.add_many((origin + t, i) for i, t in enumerate(offsets))
+    sched.add_many((origin + t, Payload(1, t, "bench", Kind.ON, (0x90, 60, 64), (0, 60)))
+                   for t in offsets.tolist())
     sched.start()
     sched.wait_idle()
     sched.close()

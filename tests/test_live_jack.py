@@ -26,6 +26,7 @@ import rtmidi
 from jack_support import Recorder, diagnosis, jack_server, log_mark
 from yuexuan.midi import sync
 from yuexuan.compiler import compile_file
+from yuexuan.timeline import save_json
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"
@@ -55,10 +56,10 @@ def lishou():
 class Play:
     """``yuexuan play`` in a subprocess, its stdout lines readable with a timeout."""
 
-    def __init__(self, env, *args, report: Path):
+    def __init__(self, env, *args, report: Path, sheet: Path = DASHE):
         self.report = report
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api", "jack",
+            [sys.executable, "-m", "yuexuan", "play", str(sheet), "--api", "jack",
              "--report", str(report), *args],
             env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
@@ -306,6 +307,53 @@ def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeyp
         f"MTC cycle offsets p50 {np.percentile(off, 50) * 1e3:.2f} ms, max {off.max() * 1e3:.2f} ms; "
         f"{jack_diag()}")
     _assert_nothing_left_sounding(msgs)
+
+
+def test_clock_follows_each_cues_beat_from_a_saved_timeline(jack, jack_diag, tmp_path):
+    """The live MIDI clock takes each cue's beat_s from the timeline: with 貍首's edited from
+    1.0 to 0.75 s in a saved timeline, its pulses arrive 0.75/24 s apart, while 去侯 before it
+    keeps its own 0.5 s beat (24 pulses a quarter note)."""
+    tl = compile_file(DASHE)
+    saved = tmp_path / "edited.json"
+    save_json(tl, saved)
+    doc = json.loads(saved.read_text(encoding="utf-8"))
+    (edited,) = [c for c in doc["cues"] if c["id"] == "lishou"]
+    assert edited["beat_s"] == 1.0
+    edited["beat_s"] = 0.75
+    saved.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    cues = {c.id: c for c in tl.cues}
+    before, lishou = cues["round3_quhou"], cues["lishou"]
+    assert before.beat_s == 0.5 and before.end < lishou.start
+    lo, hi = before.start - 0.3, lishou.start + 3.5         # 去侯, the pause, 貍首's first 3.5 s
+    rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
+    try:
+        play = Play(jack, "--port", "rec", "--cues", "round3_quhou,lishou", "--from", str(lo),
+                    "--until", str(hi), "--auto", "--clock", report=tmp_path / "r.json",
+                    sheet=saved)
+        rc, err, report = play.finish(60)
+    finally:
+        msgs = _msgs(rec.stop())
+    assert rc == 0, err
+    (anchor_row,) = report["anchors"]
+    # --auto: timeline time t is due at anchor + t; each pulse in timeline seconds
+    pulses = np.array([t for t, m in msgs if m.type == "clock"]) - anchor_row["anchor_monotonic"]
+    for start, end, beat_s in ((before.start, lishou.start, 0.5), (lishou.start, None, 0.75)):
+        inside = pulses[(pulses >= start - 0.0005) & (pulses < (end or np.inf) - 0.0005)]
+        period = beat_s / sync.PPQN
+        late = inside - (start + np.arange(len(inside)) * period)   # pulse k against k·period
+        mean_gap = (inside[-1] - inside[0]) / (len(inside) - 1)
+        gap = np.median(np.diff(inside))
+        figures = (f"{len(inside)} pulses from {start:.2f} s: mean gap {mean_gap * 1e3:.3f} ms, "
+                   f"median gap {gap * 1e3:.3f} ms, want {period * 1e3:.3f} ms; late min "
+                   f"{late.min() * 1e3:.2f} ms, median {np.median(late) * 1e3:.2f} ms; "
+                   f"{jack_diag()}")
+        print(figures)
+        if end is not None:                                  # every pulse up to the next cue
+            assert len(inside) == int(np.ceil((end - start) / period - 1e-9)), figures
+        assert len(inside) > 50 and abs(mean_gap - period) < 0.0002, figures
+        assert abs(gap - period) < 0.0015, figures          # within a JACK period (1.33 ms)
+        assert late.min() > -0.0005 and np.median(late) < 0.003, figures
+    assert pulses[0] == pytest.approx(before.start, abs=0.003)
 
 
 def test_port_lost_and_back(jack, tmp_path):

@@ -15,7 +15,7 @@ import threading
 import time
 from array import array
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy as np
 
@@ -69,6 +69,14 @@ def summarise(errors_s: np.ndarray) -> TimingSummary:
                          float(e.min()))
 
 
+class _Queued(NamedTuple):
+    """A heap entry: ``seq`` keeps equal deadlines in the order they were added."""
+
+    due: float
+    seq: int
+    payload: Any
+
+
 class Scheduler:
     """Dispatch payloads at absolute monotonic deadlines on a dedicated thread.
 
@@ -119,26 +127,30 @@ class Scheduler:
     def add(self, due: float, payload: Any) -> None:
         """Queue ``payload`` for the absolute monotonic time ``due`` (s)."""
         with self._cond:
-            heapq.heappush(self._heap, (due, next(self._seq), payload))
+            heapq.heappush(self._heap, _Queued(due, next(self._seq), payload))
             self._cond.notify()
 
     def add_many(self, items: Iterable[tuple[float, Any]]) -> None:
         """Queue many ``(due, payload)`` pairs at once."""
         with self._cond:
-            for due, payload in items:
-                self._heap.append((due, next(self._seq), payload))
-            heapq.heapify(self._heap)
+            new = [_Queued(due, next(self._seq), payload) for due, payload in items]
+            if len(new) * max(1, len(self._heap).bit_length()) < len(self._heap):
+                for entry in new:                # a few into many: k·log n < n
+                    heapq.heappush(self._heap, entry)
+            else:
+                self._heap.extend(new)
+                heapq.heapify(self._heap)
             self._cond.notify()
 
     def cancel(self, predicate: Callable[[Any], bool]) -> list[tuple[float, Any]]:
         """Remove and return the queued ``(due, payload)`` pairs whose payload matches."""
         with self._cond:
-            gone = [(d, p) for d, _, p in self._heap if predicate(p)]
+            gone = [(e.due, e.payload) for e in self._heap if predicate(e.payload)]
             if gone:
-                self._heap = [e for e in self._heap if not predicate(e[2])]
+                self._heap = [e for e in self._heap if not predicate(e.payload)]
                 heapq.heapify(self._heap)
                 self._cond.notify()
-            return sorted(gone, key=lambda e: e[0])
+            return sorted(gone, key=lambda pair: pair[0])
 
     def pending(self) -> int:
         with self._cond:
@@ -161,7 +173,7 @@ class Scheduler:
         if not self._heap:
             self._cond.wait()
             return None
-        due, seq, _ = self._heap[0]
+        due, seq = self._heap[0].due, self._heap[0].seq
         wait = due - self._clock()
         if wait > self._spin_s:
             self._cond.wait(wait - self._spin_s)
@@ -173,7 +185,7 @@ class Scheduler:
                     pass
             finally:
                 self._cond.acquire()
-            if not self._heap or self._heap[0][1] != seq:
+            if not self._heap or self._heap[0].seq != seq:
                 return None        # cancelled or pre-empted while spinning
         self._busy = True
         return heapq.heappop(self._heap)
@@ -197,11 +209,10 @@ class Scheduler:
                     entry = self._next_due()
                 if entry is None:
                     continue
-                due, _, payload = entry
                 try:
-                    sent = self._dispatch(payload)
+                    sent = self._dispatch(entry.payload)
                     if sent:
-                        self.stats.add(self._clock() - due)
+                        self.stats.add(self._clock() - entry.due)
                 finally:
                     with self._cond:
                         self._busy = False
