@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -100,3 +101,11 @@ def test_only_the_chosen_command_is_imported():
              "print(sorted(m for m in ('music21', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["['yuexuan.commands.variants']", "[]"], out
+
+
+def test_no_command_module_keeps_its_own_help():
+    """The help is said once, in yuexuan.commands.COMMANDS; a module's own HELP would drift from it."""
+    own = [name for name in COMMANDS
+           if any(isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "HELP" for t in node.targets)
+                  for node in ast.parse((ROOT / "yuexuan" / "commands" / f"{name}.py").read_text(encoding="utf-8")).body)]
+    assert own == [], f"HELP still defined in yuexuan/commands/ {own}"

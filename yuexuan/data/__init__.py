@@ -77,7 +77,8 @@ def current(source: DataSource | None = None) -> DataSource:
 
 @contextlib.contextmanager
 def using(data: DataSource):
-    """Make ``data`` the current source inside the ``with`` block (the CLI's run of one command)."""
+    """Make ``data`` the current source inside the ``with`` block (the CLI's run of one command).
+    A context variable: threads started inside do not inherit it, so load data before fanning out."""
     token = _CURRENT.set(data)
     try:
         yield data
