@@ -222,7 +222,10 @@ def test_hold_releases_notes_and_resume_shifts_the_rest_by_the_hold():
     anchor0, anchor1 = show.anchors[0][1], show.anchors[1][1]
     assert anchor1 - anchor0 == pytest.approx(hold_s, abs=0.01)
     ons = sorted(t - anchor1 for t, m in msgs[n_held:] if m.type == "note_on" and m.velocity)
-    later = sorted(n.time for n in tl.notes if n.time > 0.7 and n.cue == "a")
+    # the notes not yet sent when the hold came (about 0.6 s in; later on a loaded machine)
+    n_before = sum(m.type == "note_on" and m.velocity > 0 for _, m in msgs[:n_held])
+    later = sorted(n.time for n in tl.notes if n.cue == "a")[n_before:]
+    assert n_before >= 1 and len(later) >= 5
     assert np.allclose(ons, later, atol=0.02)
 
 
