@@ -26,7 +26,7 @@ def _timeline():
         hz = parse_pitch(lv).hz(HZ0)
         key, cents = hz_to_midi(hz)
         notes.append(Note(0.5 + i * SEG_S, SEG_S - 0.5, "管", "t", key, hz, 100, lv, cents))
-    cue = Cue("t", "test", "奏", 0.0, 0.5 + 3 * SEG_S, ("管",), False, "「test」")
+    cue = Cue("t", "test", "奏", 0.0, 0.5 + 3 * SEG_S, ("管",), False, "「test」", beat_s=SEG_S)
     return Timeline(Ceremony("t", "诸侯", "轩县", HZ0), (cue,), tuple(notes), (),
                     {"管": {"gm_program": 19}})      # church organ: a steady, harmonic tone
 

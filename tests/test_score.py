@@ -134,5 +134,24 @@ def test_pdf_through_lilypond(tmp_path):
 def test_unknown_cue_is_a_user_error(tmp_path, capsys):
     assert cli.main(["score", str(CUES), "-o", str(tmp_path / "x.musicxml"), "--cues", "nosuch"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "nosuch" in err
+    assert err.count("\n") == 1 and "unknown cue 'nosuch'; the cues are: sixia_bin, " in err
     assert not (tmp_path / "x.musicxml").exists()
+
+
+def test_cues_of_a_saved_timeline(tmp_path, timeline, capsys):
+    """--cues selects from a saved timeline too (it is not compiled again); an unknown id is one line."""
+    from music21 import converter, expressions
+
+    from yuexuan.timeline import save_json
+
+    saved, out = tmp_path / "t.json", tmp_path / "wusuan.musicxml"
+    save_json(timeline, saved)
+    assert cli.main(["score", str(saved), "-o", str(out), "--cues", "wusuan"]) == 0
+    flat = converter.parse(str(out)).parts[0].flatten()
+    assert [r.content for r in flat.getElementsByClass(expressions.RehearsalMark)] == ["鹿鸣 · 歌 · 重构 reconstruction"]
+    sung = [n for n in timeline.notes if n.cue == "wusuan" and n.instrument == "歌"]
+    assert "".join(_lyric(n, 1) for _, n in _sounding(_part(converter.parse(str(out)), "歌"))) == \
+        "".join(n.lyric for n in sung)
+    assert cli.main(["score", str(saved), "-o", str(out), "--cues", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown cue 'nosuch'" in err
