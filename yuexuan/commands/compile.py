@@ -6,8 +6,6 @@ from yuexuan.commands.common import add_cues_argument, add_selection_argument, l
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
-HELP = "compile a cue sheet to a Standard MIDI File (type 1, MTS tuning) and the timeline JSON"
-
 
 def add_arguments(p) -> None:
     add_cues_argument(p)

@@ -8,8 +8,6 @@ from yuexuan.publish import score
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline, selection
 from yuexuan.errors import UserError
 
-HELP = "write a score (MusicXML; --pdf through LilyPond) of the selected cues, 律 and cents marked"
-
 
 def add_arguments(parser) -> None:
     add_cues_argument(parser)
