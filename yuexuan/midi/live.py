@@ -99,14 +99,6 @@ class Show:
         return self._outlet.dropped
 
     @property
-    def port_name(self) -> str:
-        return self._outlet.port_name
-
-    @property
-    def port_ok(self) -> bool:
-        return self._outlet.port_ok
-
-    @property
     def error(self):
         return self._sched.error
 
@@ -295,7 +287,7 @@ class Show:
                 later = [c for c in self.program.cues if c.start > cue.start]
                 nxt = later[0] if later else None
             return Status(self._state, cue, pos, self._cut_at, nxt, self.options.auto,
-                          self.port_name, self.port_ok, self.sent, self.dropped,
+                          self._outlet.port_name, self._outlet.port_ok, self.sent, self.dropped,
                           tuple(self._notices), self._notice_count)
 
     # -- internals (called with the lock held) --------------------------------------------------
