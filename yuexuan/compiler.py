@@ -115,8 +115,9 @@ def _step(b: _Builder, spec, pieces: dict, title: str) -> float:
     """Seconds per note of ``title`` in this cue: one syllable if it has words, else one note."""
     piece = pieces.get(title)
     if piece is None:
-        raise UserError(f"cue {spec.id!r}: unknown piece {title!r} (from variant {spec.sanzhong})",
-                        file=b.sheet.file, line=spec.line, key="sanzhong")
+        origin = f" (from variant {spec.sanzhong})" if spec.sanzhong else ""
+        raise UserError(f"cue {spec.id!r}: unknown piece {title!r}{origin}", file=b.sheet.file,
+                        line=spec.line, key="sanzhong" if spec.sanzhong else "piece")
     if any(word is not None for _, word in piece.notes()):
         return spec.syllable_seconds or b.sheet.syllable_seconds
     return spec.note_seconds or b.sheet.note_seconds
