@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -280,6 +281,24 @@ def test_ao_jigong_reading_sings_three_songs(default_cues, tmp_path):
     tl = compile_file(p, ["luming"])
     words = "".join(n.lyric for n in tl.notes if n.instrument == "歌")
     assert words.startswith("呦呦鹿鸣") and "四牡騑騑" in words and words.endswith("周爰咨询")
+
+
+def test_beat_s_of_a_cue_is_its_first_pieces_step(default_cues):
+    """A 三终 mixing a sung and an unworded piece keeps the first's step as its beat, with a warning;
+    each piece still moves at its own step (鹿鸣 1.2 s a syllable, 新宫 1.0 s a note)."""
+    from yuexuan.compiler import compile_sheet
+    from yuexuan.rite import cuesheet, instruments, pieces, suspension, variants
+
+    vdefs = copy.deepcopy(variants.load())          # edited here, never the loaded tables
+    vdefs["luming_sanzhong"]["options"]["郑玄"] = {"source": "test", "pieces": ["鹿鸣", "新宫", "鹿鸣"]}
+    all_pieces, insts = pieces.load_all(), instruments.load_all()
+    sheet = cuesheet.parse(default_cues, all_pieces, insts)
+    tl, warnings = compile_sheet(sheet, all_pieces, insts, suspension.load(), vdefs, ["luming"])
+    assert tl.cue("luming").beat_s == 1.2
+    assert any("luming" in w and "1.2, 1" in w for w in warnings), warnings
+    onsets = sorted({n.time for n in tl.notes if n.instrument == "瑟"})
+    steps = {round(b - a, 6) for a, b in zip(onsets, onsets[1:])}
+    assert steps == {1.2, 1.0}
 
 
 def test_sixia_xian_variant(default_cues, tmp_path):
