@@ -47,7 +47,7 @@ class SyncStreams:
         (:class:`yuexuan.midi.sync.ClockSegment`) are the tempi of the cues known so far."""
         self.anchor = at - show_s
         self._segments = ([sync.ClockSegment(show_s, self._beat_override)]
-                          if self._beat_override else list(segments))
+                          if self._beat_override else sorted(segments, key=lambda g: g.start_s))
         self._start_streams(show_s, CLOCK_START)
 
     def cue_starts(self, at: float, beat_s: float) -> None:
