@@ -292,7 +292,7 @@ def test_beat_s_of_a_cue_is_its_first_pieces_step(default_cues):
     vdefs = copy.deepcopy(variants.load())          # edited here, never the loaded tables
     vdefs["luming_sanzhong"]["options"]["郑玄"] = {"source": "test", "pieces": ["鹿鸣", "新宫", "鹿鸣"]}
     all_pieces, insts = pieces.load_all(), instruments.load_all()
-    sheet = cuesheet.parse(default_cues, all_pieces, insts)
+    sheet = cuesheet.parse(default_cues, all_pieces, insts, vdefs)
     tl, warnings = compile_sheet(sheet, all_pieces, insts, suspension.load(), vdefs, ["luming"])
     assert tl.cue("luming").beat_s == 1.2
     assert any("luming" in w and "1.2, 1" in w for w in warnings), warnings

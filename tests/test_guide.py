@@ -323,9 +323,10 @@ def test_vtt_text(timeline):
 
 def test_build_step_uses_the_rendered_audio(tmp_path, timeline):
     from yuexuan.commands import guide as guide_cmd
+    from yuexuan.data import DataSource
 
     sf.write(tmp_path / "dashe.wav", np.zeros(800, dtype="int16"), 8000)
-    written = guide_cmd.build_step(timeline, CUES, tmp_path)
+    written = guide_cmd.build_step(timeline, CUES, tmp_path, DataSource())
     assert tmp_path / "guide" / "index.html" in written
     assert (tmp_path / "guide" / "dashe.wav").is_file()
     assert 'src="dashe.wav"' in (tmp_path / "guide" / "index.html").read_text(encoding="utf-8")

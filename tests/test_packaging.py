@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from yuexuan.commands import COMMANDS
-from yuexuan.data import DataSource, using
+from yuexuan.data import DataSource
 from yuexuan.rite import instruments
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,11 +49,20 @@ def test_the_packaged_files_are_the_checkouts():
     assert src.path("cues", "dashe.toml").read_bytes() == (ROOT / "cues" / "dashe.toml").read_bytes()
 
 
-def test_current_source_is_scoped_to_the_with_block(tmp_path):
+def test_the_library_reads_the_source_it_is_given_and_no_variable(tmp_path, monkeypatch):
+    """The source travels as an argument: a loader or the compiler given none reads the packaged
+    data, whatever $YUEXUAN_DATA says (only the command line reads the variable)."""
+    from yuexuan import data
+    from yuexuan.compiler import compile_file
+
     folder = _data_folder(tmp_path)
-    with using(DataSource(folder)):
-        assert instruments.load_all()["笙钟"].position_m == MOVED_M
+    monkeypatch.setenv("YUEXUAN_DATA", str(folder))
     assert "新磬" not in instruments.load_all()
+    sheet = ROOT / "cues" / "dashe.toml"
+    assert compile_file(sheet, ["sixia_gong"]).instruments["笙钟"]["position_m"] != list(MOVED_M)
+    ours = compile_file(sheet, ["sixia_gong"], DataSource(folder)).instruments["笙钟"]["position_m"]
+    assert tuple(ours) == MOVED_M
+    assert not any(hasattr(data, name) for name in ("using", "current", "_CURRENT"))
 
 
 def _position(cli, tmp_path, *args, env=None) -> tuple:
@@ -96,8 +105,11 @@ def test_help_lists_each_command_of_the_one_table(cli):
 
 
 def test_only_the_chosen_command_is_imported():
-    probe = ("import sys; from yuexuan import cli; cli.build_parser(['variants']); "
-             "print(sorted(m for m in sys.modules if m.startswith('yuexuan.commands.'))); "
+    """Of the command modules only the chosen one (their shared helpers, commands.common, may come
+    with it), and neither music21 nor scipy."""
+    probe = ("import sys; from yuexuan import cli; from yuexuan.commands import COMMANDS; "
+             "cli.build_parser(['variants']); "
+             "print(sorted(m for m in sys.modules if m.removeprefix('yuexuan.commands.') in COMMANDS)); "
              "print(sorted(m for m in ('music21', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["['yuexuan.commands.variants']", "[]"], out

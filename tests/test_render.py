@@ -291,8 +291,9 @@ def test_saved_timeline_without_the_render_facts_is_a_user_error(cli, tmp_path, 
 
 def test_unknown_cue_of_a_saved_timeline_is_the_one_unknown_cue_error(cli, tmp_path,
                                                                      default_timeline):
-    """A saved timeline's unknown cue id (caught by the render) reads as the cue sheet's (caught
-    by the compiler), less the cue sheet's file name: one line naming the id and the known ones."""
+    """A saved timeline's unknown cue id (caught by yuexuan.timeline.select) reads as the cue
+    sheet's (caught by the compiler), each naming its own file: one line naming the id and the
+    known ones."""
     from yuexuan.timeline import save_json
     src = tmp_path / "t.json"
     save_json(default_timeline, src)
@@ -301,7 +302,8 @@ def test_unknown_cue_of_a_saved_timeline_is_the_one_unknown_cue_error(cli, tmp_p
     assert "'nosuchcue'" in r.stderr and all(c.id in r.stderr for c in default_timeline.cues)
     sheet = cli("render", DEFAULT_CUES, "-o", tmp_path / "x.wav", "--cues", "gai,nosuchcue")
     assert sheet.returncode == 2
-    assert sheet.stderr.replace(f"{DEFAULT_CUES}: ", "") == r.stderr
+    assert r.stderr.startswith(f"yuexuan render: {src}: --cues: unknown cue 'nosuchcue'"), r.stderr
+    assert sheet.stderr.replace(str(DEFAULT_CUES), str(src)) == r.stderr
     assert not (tmp_path / "x.wav").exists()
 
 

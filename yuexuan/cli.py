@@ -2,7 +2,8 @@
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; their one-line
 help is the table :data:`yuexuan.commands.COMMANDS`. ``--data DIR`` (before or after the command)
-or ``$YUEXUAN_DATA`` overrides the packaged data file by file for the run. A
+or ``$YUEXUAN_DATA`` overrides the packaged data file by file for the run (each command reads it
+through :func:`yuexuan.commands.common.data_source` and passes it to the loaders). A
 :class:`~yuexuan.errors.UserError` becomes one line on stderr and exit status 2.
 """
 
@@ -85,8 +86,7 @@ def _main(argv: list[str] | None) -> int:
     except ValueError:                        # not the main thread (embedded use): leave it
         previous = None
     try:
-        with data.using(data.DataSource.from_option(args.data)):
-            return int(runners[args.command](args) or 0)
+        return int(runners[args.command](args) or 0)
     except UserError as exc:
         print(f"yuexuan {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

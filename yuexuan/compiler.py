@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from yuexuan.data import DataSource
 from yuexuan.rite import cuesheet, instruments as instruments_mod, pieces as pieces_mod
 from yuexuan.rite import suspension as suspension_mod, variants as variants_mod
 from yuexuan.errors import UserError, unknown_cue
@@ -343,14 +344,16 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     return Timeline(ceremony, tuple(cues), notes, beats, facts), b.warnings
 
 
-def compile_path(path: str | Path, cues: list | None = None) -> tuple:
-    """Load the rite's data and compile the cue sheet at ``path``. Returns (Timeline, warnings)."""
-    insts = instruments_mod.load_all()
-    pieces = pieces_mod.load_all()
-    sheet = cuesheet.parse(path, pieces, insts)
-    return compile_sheet(sheet, pieces, insts, suspension_mod.load(), variants_mod.load(), cues)
+def compile_path(path: str | Path, cues: list | None = None, source: DataSource = DataSource()) -> tuple:
+    """Load the rite's data from ``source`` (default: the packaged data) and compile the cue sheet
+    at ``path``. Returns (Timeline, warnings)."""
+    insts = instruments_mod.load_all(source)
+    pieces = pieces_mod.load_all(source)
+    vdefs = variants_mod.load(source=source)
+    sheet = cuesheet.parse(path, pieces, insts, vdefs)
+    return compile_sheet(sheet, pieces, insts, suspension_mod.load(source=source), vdefs, cues)
 
 
-def compile_file(path: str | Path, cues: list | None = None) -> Timeline:
+def compile_file(path: str | Path, cues: list | None = None, source: DataSource = DataSource()) -> Timeline:
     """Compile the cue sheet at ``path`` (optionally only the cue ids ``cues``) to a Timeline."""
-    return compile_path(path, cues)[0]
+    return compile_path(path, cues, source)[0]

@@ -8,10 +8,11 @@ All times are seconds from the start of the compiled selection. The JSON form
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from yuexuan.errors import unknown_cue
 from yuexuan.timeline_schema import SCHEMA_VERSION, validate
 
 
@@ -130,6 +131,40 @@ class Timeline:
                 names.append(n.instrument)
         return names
 
+
+
+def chosen_cues(tl: Timeline, cue_ids, key: str = "--cues", file: str | None = None) -> list:
+    """The cues of ``cue_ids``, in timeline order; an unknown id is refused with
+    :func:`yuexuan.errors.unknown_cue` (naming ``key`` and ``file``)."""
+    known = [c.id for c in tl.cues]
+    for cue_id in cue_ids:
+        if cue_id not in known:
+            raise unknown_cue(cue_id, known, key=key, file=file)
+    wanted = set(cue_ids)
+    return [c for c in tl.cues if c.id in wanted]
+
+
+def select(tl: Timeline, cue_ids, file: str | None = None) -> Timeline:
+    """The rule of ``--cues`` for a saved timeline: only the cues of ``cue_ids`` (in timeline
+    order) with their notes and 射节 beats, all moved so that time 0 is the first chosen cue's
+    start (or the earliest note, beat or phrase of theirs, should a hand-edited file put one
+    before it); the spaces between the chosen cues stay as they were. No ``cue_ids``: ``tl``
+    itself. An unknown id: :func:`yuexuan.errors.unknown_cue` naming ``file``."""
+    if not cue_ids:
+        return tl
+    cues = chosen_cues(tl, cue_ids, file=file)
+    ids = {c.id for c in cues}
+    notes = [n for n in tl.notes if n.cue in ids]
+    beats = [b for b in tl.beats if b.cue in ids]
+    t0 = min([c.start for c in cues] + [t for c in cues for t in c.phrases]
+             + [n.time for n in notes] + [b.time for b in beats])
+    return Timeline(
+        tl.ceremony,
+        tuple(replace(c, start=c.start - t0, end=c.end - t0, phrases=tuple(t - t0 for t in c.phrases))
+              for c in cues),
+        tuple(replace(n, time=n.time - t0) for n in notes),
+        tuple(replace(b, time=b.time - t0) for b in beats),
+        tl.instruments)
 
 def _r(x: float) -> float:
     return round(float(x), 6)

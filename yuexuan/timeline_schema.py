@@ -62,18 +62,23 @@ def validate(d) -> None:
     _cross_checks(d)
 
 
+class SchemaVersionError(ValueError):
+    """A timeline of another schema number: its message is a whole sentence telling to recompile."""
+
+
 def _schema_number(d: dict) -> None:
-    """Refuse, in one line, a timeline of another schema than this module reads."""
+    """Refuse, in one line (:class:`SchemaVersionError`), a timeline of another schema than this
+    module reads."""
     version = d.get("schema")
     if type(version) is int and version == SCHEMA_VERSION:
         return
     if "schema" not in d:
-        raise ValueError(f"schema: no timeline schema number (this yuexuan reads schema {SCHEMA_VERSION}); "
-                         f"{RECOMPILE}")
+        raise SchemaVersionError(f"schema: no timeline schema number (this yuexuan reads schema "
+                                 f"{SCHEMA_VERSION}); {RECOMPILE}")
     if type(version) is int and version < SCHEMA_VERSION:
-        raise ValueError(f"schema: timeline schema {version} is no longer read; {RECOMPILE}")
-    raise ValueError(f"schema: timeline schema {version!r:.20} is not read by this yuexuan (it reads "
-                     f"schema {SCHEMA_VERSION}); {RECOMPILE}")
+        raise SchemaVersionError(f"schema: timeline schema {version} is no longer read; {RECOMPILE}")
+    raise SchemaVersionError(f"schema: timeline schema {version!r:.20} is not read by this yuexuan "
+                             f"(it reads schema {SCHEMA_VERSION}); {RECOMPILE}")
 
 
 def _cross_checks(d: dict) -> None:

@@ -13,7 +13,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from yuexuan import errors
 from yuexuan.audio import notecache, space, synth
 from yuexuan.errors import UserError
 from yuexuan.rite.instruments import FAMILIES
@@ -28,7 +27,8 @@ BLOCK = 1 << 16                # samples a block
 class Options:
     sample_rate: int = 48000
     listener: str = "宾"
-    cues: tuple | None = None          # cue ids to render; time 0 = the first one's start
+    cues: tuple | None = None          # cue ids to render, by yuexuan.timeline.select (time 0 = the
+                                       # first one's start); None: the whole timeline
     target_lufs: float = TARGET_LUFS
     ceiling_dbtp: float = CEILING_DBTP
     block: int = BLOCK
@@ -70,7 +70,6 @@ def bodies(timeline: Timeline, names) -> dict:
 @dataclass
 class Plan:
     sample_rate: int
-    t0: float                          # timeline time of sample 0, s
     starts: np.ndarray                 # int64 start sample of each event (travel delay included)
     ends: np.ndarray                   # int64 end sample (exclusive)
     gains: np.ndarray                  # float32 amplitude of each event
@@ -78,7 +77,6 @@ class Plan:
     inst: np.ndarray                   # int index into names
     names: list                        # instrument names with events, timeline order
     total: int                         # samples in the file
-    cue_ids: frozenset | None          # the selected cues (None: all)
     cache: notecache.NoteCache
 
     @property
@@ -86,23 +84,10 @@ class Plan:
         return self.total / self.sample_rate
 
 
-def _selection(timeline: Timeline, cues) -> tuple:
-    """(t0 s, end s, notes) of the cue ids ``cues`` (all when None)."""
-    if not cues:
-        return 0.0, timeline.duration, list(timeline.notes)
-    known = [c.id for c in timeline.cues]
-    for cue_id in cues:
-        if cue_id not in known:
-            raise errors.unknown_cue(cue_id, known, key="--cues")
-    chosen = set(cues)
-    t0 = min(c.start for c in timeline.cues if c.id in chosen)
-    t_end = max(c.end for c in timeline.cues if c.id in chosen)
-    return t0, t_end, [n for n in timeline.notes if n.cue in chosen]
-
-
 def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
-    """Place every note of the selection, heard from ``listener_table[options.listener]``;
-    waveforms are rendered lazily by the plan's cache."""
+    """Place every note of ``timeline`` (sample 0 = its time 0), heard from
+    ``listener_table[options.listener]``; waveforms are rendered lazily by the plan's cache.
+    ``options.cues`` is applied before, by :func:`yuexuan.audio.render.render`."""
     sr = int(options.sample_rate)
     if not 8000 <= sr <= 192000:
         raise UserError(f"sample rate {sr} Hz is out of range (8000..192000)", key="--sample-rate")
@@ -110,7 +95,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
         raise UserError(f"unknown listener {options.listener!r}; choose one of "
                         f"{', '.join(listener_table)}", key="--listener")
     listener = listener_table[options.listener]
-    t0, t_end, notes = _selection(timeline, options.cues)
+    notes = timeline.notes
     used = {n.instrument for n in notes}
     names = [nm for nm in timeline.instrument_names() if nm in used]
     insts = bodies(timeline, names)
@@ -131,7 +116,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
         body, place = insts[n.instrument], places[n.instrument]
         key = notecache.note_key(n.instrument, body.family, n.hz if body.pitched else None,
                                  n.velocity, n.duration, n.lyric)
-        s = int(round((n.time - t0) * sr)) + place.delay_samples
+        s = int(round(n.time * sr)) + place.delay_samples
         if s < 0:
             continue
         starts.append(s)
@@ -143,9 +128,9 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
         inst_idx.append(index[n.instrument])
     starts_a = np.asarray(starts, dtype=np.int64)
     ends_a = np.asarray(ends, dtype=np.int64)
-    total = max(int(math.ceil((t_end - t0) * sr)), int(ends_a.max()) if len(ends_a) else 0)
+    total = max(int(math.ceil(timeline.duration * sr)), int(ends_a.max()) if len(ends_a) else 0)
     order = np.argsort(starts_a, kind="stable")
-    return Plan(sr, t0, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
+    return Plan(sr, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
                 [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,
-                total, frozenset(options.cues) if options.cues else None,
+                total,
                 notecache.NoteCache(make))

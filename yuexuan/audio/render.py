@@ -31,9 +31,9 @@ from yuexuan.audio.mix import blocks, limiter_gain
 from yuexuan.audio.output import output_format
 from yuexuan.audio.plan import Options, Plan, plan
 from yuexuan.rite import courtyard
-from yuexuan.timeline import Timeline
+from yuexuan.timeline import Timeline, select
 
-__all__ = ["Options", "Report", "output_format", "render", "render_file"]
+__all__ = ["Options", "Report", "output_format", "render"]
 
 LIMITER_MARGIN_DB = 0.4        # the limiter aims this far under the ceiling
 LIMITER_WINDOW_S = 0.004       # gain falls over 2 windows before a peak and recovers after
@@ -70,8 +70,10 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
            listener_table: dict | None = None) -> Report:
     """Render ``timeline`` to ``out_path`` (.wav or .flac) atomically; optional stems.
 
-    Instruments are synthesised and placed from ``timeline.instruments`` alone; the listener
-    seats come from ``listener_table`` (default: ``rite/courtyard.toml``).
+    ``options.cues``: only those cues, cut out by :func:`yuexuan.timeline.select` (the file's
+    time 0 is then the first one's start). Instruments are synthesised and placed from
+    ``timeline.instruments`` alone; the listener seats come from ``listener_table`` (default:
+    the packaged ``rite/courtyard.toml``).
     ``progress(fraction, stage)`` is called after each block. Returns the measured figures.
     SIGINT and SIGTERM take effect between blocks (:mod:`yuexuan.interrupts`).
 
@@ -80,14 +82,9 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
     """
     with threadpool_limits(limits=1, user_api="blas"), \
             interrupts.deferred_signals() as checkpoint:
-        return _render(timeline, Path(out_path), options, stems_dir, progress,
+        return _render(select(timeline, options.cues), Path(out_path), options, stems_dir, progress,
                        listener_table if listener_table is not None else courtyard.listeners(),
                        checkpoint)
-
-
-def render_file(timeline: Timeline, target: str | Path, **kwargs) -> Report:
-    """Render ``timeline`` to ``target`` with default options (for the guide)."""
-    return render(timeline, target, **kwargs)
 
 
 def _render(timeline, out_path: Path, options, stems_dir, progress, listener_table,
@@ -142,7 +139,7 @@ def _render(timeline, out_path: Path, options, stems_dir, progress, listener_tab
     rep.notes = len(p.starts)
     rep.passes = passes
     rep.cache_misses = p.cache.misses
-    rows = sidecars.chapters(timeline, p.t0, p.duration_s, p.cue_ids)
+    rows = sidecars.chapters(timeline, p.duration_s)
     rep.sidecars = sidecars.write_sidecars(timeline, out_path, rows)
     return rep
 

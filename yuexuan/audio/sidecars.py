@@ -35,14 +35,12 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).replace("-->", "→").split())
 
 
-def chapters(timeline: Timeline, t0: float, duration_s: float, cue_ids=None) -> list:
-    """A :class:`Chapter` for each cue (of ``cue_ids`` if given) heard in a file whose time 0 is
-    the timeline's ``t0`` (s) and which lasts ``duration_s``, clipped to the file, sorted."""
+def chapters(timeline: Timeline, duration_s: float) -> list:
+    """A :class:`Chapter` for each cue heard in a file of ``timeline`` (time 0 = the timeline's)
+    that lasts ``duration_s``, clipped to the file, sorted."""
     out = []
     for c in timeline.cues:
-        if cue_ids is not None and c.id not in cue_ids:
-            continue
-        start, end = c.start - t0, c.end - t0
+        start, end = c.start, c.end
         if end <= 0 or start >= duration_s:
             continue
         out.append(Chapter(max(0.0, start), min(duration_s, end), c))

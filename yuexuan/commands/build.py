@@ -6,8 +6,8 @@ import importlib
 from pathlib import Path
 
 from yuexuan.commands import BUILD_STEPS
-from yuexuan.commands.common import load_timeline
-from yuexuan.data import DEFAULT_CUES, current
+from yuexuan.commands.common import data_source, load_timeline
+from yuexuan.data import DEFAULT_CUES
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
@@ -20,11 +20,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    source = data_source(args)
     if args.cues_file is None:
-        args.cues_file = str(current().path("cues", DEFAULT_CUES))
+        args.cues_file = str(source.path("cues", DEFAULT_CUES))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tl = load_timeline(args, "build")
+    tl = load_timeline(args, "build", source)
     stem = Path(args.cues_file).stem
     mid, js = out / f"{stem}.mid", out / f"{stem}.json"
     write_smf(tl, mid)
@@ -32,7 +33,7 @@ def run(args) -> int:
     written = [mid, js]
     for name in BUILD_STEPS:
         step = importlib.import_module(f"yuexuan.commands.{name}").build_step
-        written += list(step(tl, Path(args.cues_file), out) or [])
+        written += list(step(tl, Path(args.cues_file), out, source) or [])
     for p in written:
         print(p)
     return 0

@@ -15,10 +15,10 @@ import numpy as np
 from yuexuan import atomic
 from yuexuan.check import report, shiho
 from yuexuan.check.shots import read_shots
-from yuexuan.commands.common import read_timeline
-from yuexuan.errors import UserError, unknown_cue
+from yuexuan.commands.common import data_source, read_timeline
+from yuexuan.errors import UserError
+from yuexuan.timeline import chosen_cues
 
-HELP = "check a log of shots against the rules of 释获 (不鼓不释 …) and announce each round"
 
 DEFAULT_TOLERANCE_S = shiho.Settings().tolerance_s
 
@@ -61,11 +61,7 @@ def _finite(name: str, value: float) -> float:
 def shejie_beats(timeline, cue: str | None) -> tuple[np.ndarray, list]:
     """The planned 建鼓 strokes (timeline s, ascending) of the 射节 cue(s), and the cue ids."""
     if cue is not None:
-        try:
-            timeline.cue(cue)
-        except KeyError:
-            raise unknown_cue(cue, [c.id for c in timeline.cues], key="--cue") from None
-        ids = [cue]
+        ids = [c.id for c in chosen_cues(timeline, [cue], key="--cue")]
     else:
         ids = [c.id for c in timeline.cues if c.kind == "shejie"]
     wanted = set(ids)
@@ -79,7 +75,7 @@ def run(args) -> int:
         raise UserError(f"--tolerance must be ≥ 0 seconds, not {tolerance}")
     offset = _finite("--offset", args.offset)
     shots = read_shots(args.shots)          # the cheap check first
-    timeline = read_timeline(args.cues, "check")
+    timeline = read_timeline(args.cues, "check", source=data_source(args))
     plan, cue_ids = shejie_beats(timeline, args.cue)
     drum = None
     beats = plan

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
+from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    tl = load_timeline(args, "compile")
+    tl = load_timeline(args, "compile", data_source(args))
     write_smf(tl, args.output, pitch_bend=args.pitch_bend)
     if args.timeline:
         save_json(tl, args.timeline)

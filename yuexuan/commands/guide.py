@@ -6,10 +6,9 @@ from pathlib import Path
 
 from yuexuan.audio import render
 from yuexuan.publish import guide
-from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline
+from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
-
-HELP = "write the audio guide: a static bilingual site with audio, captions, cue list and lit layout"
+from yuexuan.rite import courtyard
 
 
 def add_arguments(parser) -> None:
@@ -23,10 +22,11 @@ def add_arguments(parser) -> None:
                         help="write the page without audio (a notice; the time slider still works)")
 
 
-def _render_audio(timeline, out_dir: Path, stem: str) -> Path:
-    """Render the timeline to ``out_dir/<stem>.flac`` (with its chapter sidecars)."""
+def _render_audio(timeline, out_dir: Path, stem: str, seats: dict) -> Path:
+    """Render the timeline to ``out_dir/<stem>.flac`` (with its chapter sidecars), heard from the
+    default seat of ``seats``."""
     target = out_dir / f"{stem}.flac"
-    render.render_file(timeline, target)
+    render.render(timeline, target, listener_table=seats)
     return target
 
 
@@ -44,19 +44,21 @@ def run(args) -> int:
         if audio.suffix.lower() not in guide.AUDIO_TYPES:
             raise UserError(f"unknown audio type {audio.suffix!r}; expected one of "
                             f"{', '.join(sorted(guide.AUDIO_TYPES))}", file=str(audio), key="--audio")
-    timeline = load_timeline(args, "guide")
+    source = data_source(args)
+    timeline = load_timeline(args, "guide", source)
+    court = courtyard.load(source=source)
     if audio is None and not args.no_audio:
-        audio = _render_audio(timeline, out, Path(args.cues_file).stem)
-    guide.write_site(timeline, out, audio)
+        audio = _render_audio(timeline, out, Path(args.cues_file).stem, court.seats())
+    guide.write_site(timeline, out, audio, court=court)
     if audio is None:
         print(f"yuexuan guide: {out}/index.html written without audio (--no-audio)")
     return 0
 
 
-def build_step(timeline, cues_path, out_dir) -> list:
+def build_step(timeline, cues_path, out_dir, source) -> list:
     """For ``yuexuan build``: write ``out_dir/guide/``, with the render step's audio if it wrote one."""
     out_dir = Path(out_dir)
     stem = Path(cues_path).stem
     audio = next((out_dir / f"{stem}{ext}" for ext in guide.AUDIO_TYPES if (out_dir / f"{stem}{ext}").is_file()),
                  None)
-    return guide.write_site(timeline, out_dir / "guide", audio)
+    return guide.write_site(timeline, out_dir / "guide", audio, court=courtyard.load(source=source))

@@ -7,8 +7,9 @@ from pathlib import Path
 from yuexuan import atomic
 from yuexuan.publish import drawing
 from yuexuan.rite import courtyard
-from yuexuan.commands.common import add_cues_argument, load_timeline
+from yuexuan.commands.common import add_cues_argument, data_source, load_timeline
 from yuexuan.errors import UserError
+from yuexuan.rite.courtyard import Courtyard
 from yuexuan.timeline import Timeline
 
 
@@ -17,16 +18,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="OUT.svg", help="SVG file to write")
 
 
-def build_svg(timeline: Timeline) -> str:
-    """The drawing of ``timeline``'s instruments in the courtyard."""
+def build_svg(timeline: Timeline, court: Courtyard) -> str:
+    """The drawing of ``timeline``'s instruments in the courtyard ``court``."""
     c = timeline.ceremony
     title = f"大射仪 乐县与侯道 · {c.rank} {c.suspension} · the music suspension and the target range"
-    return drawing.layout_svg(timeline.instruments, courtyard.load(), title)
+    return drawing.layout_svg(timeline.instruments, court, title)
 
 
 def run(args) -> int:
     out = Path(args.output)
     if out.is_dir():
         raise UserError("is a directory; expected an .svg file path", file=str(out), key="-o")
-    atomic.write_text(out, build_svg(load_timeline(args, "layout")))
+    source = data_source(args)
+    atomic.write_text(out, build_svg(load_timeline(args, "layout", source), courtyard.load(source=source)))
     return 0

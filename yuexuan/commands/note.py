@@ -7,12 +7,12 @@ import soundfile as sf
 
 from yuexuan import atomic
 from yuexuan.audio import synth
+from yuexuan.commands.common import data_source
 from yuexuan.rite import instruments
 from yuexuan.errors import UserError
 from yuexuan.audio.output import output_format
 from yuexuan.rite.tuning import parse_pitch
 
-HELP = "audition one note: INSTRUMENT 律 (e.g. 笙钟 夷) as a mono WAV/FLAC, dry (peak −1 dBFS at velocity 127)"
 DEFAULT_HZ = 345.0
 
 
@@ -33,7 +33,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     fmt, subtype = output_format(args.output)
-    insts = instruments.load_all()
+    insts = instruments.load_all(data_source(args))
     if args.instrument not in insts:
         raise UserError(f"unknown instrument {args.instrument!r}; one of {', '.join(insts)}")
     inst = insts[args.instrument]

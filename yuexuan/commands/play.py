@@ -15,10 +15,9 @@ from pathlib import Path
 from yuexuan import atomic
 from yuexuan.midi import live, operator, ports, sync
 from yuexuan.midi.program import build_program
-from yuexuan.commands.common import read_timeline
+from yuexuan.commands.common import data_source, load_timeline
 from yuexuan.errors import UserError
 
-HELP = "play the timeline live to a MIDI port: operator GO / soft stop / hold / panic, clock, MTC, MSC"
 
 PORT_POLL_S = 0.5       # how often the output port is looked for (loss and return)
 SCREEN_S = 0.2          # status screen refresh period
@@ -70,15 +69,14 @@ def add_arguments(p) -> None:
 def program_for(args):
     """The compiled, windowed programme for ``args`` (timeline → MIDI messages → cues)."""
     from yuexuan.midi.smf import timeline_messages
-    cue_ids = [c.strip() for c in args.cues.split(",") if c.strip()] if args.cues else None
-    tl = read_timeline(args.cues_file, "play", cue_ids)
+    tl = load_timeline(args, "play", data_source(args))     # with --cues: only those, from time 0
     try:
         messages = timeline_messages(tl, pitch_bend=args.pitch_bend)
     except ValueError as exc:       # a saved timeline's notes that no MIDI can carry (hz ≤ 0 …)
         if not args.cues_file.lower().endswith(".json"):
             raise
         raise UserError(f"not a playable timeline ({exc})", file=args.cues_file) from None
-    return build_program(tl, messages, cue_ids, args.from_s, args.until_s)
+    return build_program(tl, messages, None, args.from_s, args.until_s)
 
 
 def _print_ports(api: str) -> None:

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 from yuexuan.audio import render
-from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline, selection
+from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
+from yuexuan.rite import courtyard
 
-HELP = "render the rite to a stereo WAV/FLAC (−16 LUFS, ≤ −1 dBTP) with .vtt/.cue chapters and stems"
 LISTENERS = ("宾", "公", "中庭")
 
 
@@ -54,14 +54,16 @@ class _Bar:
 
 def run(args) -> int:
     render.output_format(args.output)
+    source = data_source(args)
     bar = _Bar()
     try:
-        tl = load_timeline(args, "render")
-        opts = render.Options(sample_rate=args.sample_rate, listener=args.listener,
-                              cues=tuple(selection(args)) if args.cues else None)
+        tl = load_timeline(args, "render", source)      # with --cues: only those, from time 0
+        opts = render.Options(sample_rate=args.sample_rate, listener=args.listener)
+        seats = courtyard.listeners(source=source)
         t0 = time.perf_counter()
         try:
-            rep = render.render(tl, args.output, opts, stems_dir=args.stems, progress=bar)
+            rep = render.render(tl, args.output, opts, stems_dir=args.stems, progress=bar,
+                                listener_table=seats)
         except OSError as exc:          # a folder where the file should go, no permission, disk full
             where = str(exc.filename2 or exc.filename or args.output)
             if Path(where).name.startswith("."):          # our temporary file: name the target
@@ -78,8 +80,9 @@ def run(args) -> int:
     return 0
 
 
-def build_step(timeline, cues_path, out_dir) -> list:
-    """For ``yuexuan build``: ``out_dir/<stem>.flac`` with its ``.vtt`` and ``.cue`` chapters."""
+def build_step(timeline, cues_path, out_dir, source) -> list:
+    """For ``yuexuan build``: ``out_dir/<stem>.flac`` with its ``.vtt`` and ``.cue`` chapters,
+    heard from the seats of ``source``'s courtyard."""
     target = Path(out_dir) / f"{Path(cues_path).stem}.flac"
-    rep = render.render(timeline, target)
+    rep = render.render(timeline, target, listener_table=courtyard.listeners(source=source))
     return [Path(rep.path)] + [Path(p) for p in rep.sidecars]

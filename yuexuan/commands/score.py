@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from yuexuan.publish import score
-from yuexuan.commands.common import add_cues_argument, add_selection_argument, load_timeline, selection
+from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
 
 
@@ -24,8 +24,7 @@ def run(args) -> int:
     if args.pdf and not score.lilypond_available():
         raise UserError("--pdf needs LilyPond (Debian package 'lilypond': lilypond and musicxml2ly)",
                         key="--pdf")
-    timeline = load_timeline(args, "score")     # a cue sheet with --cues: only those cues are compiled
-    s = score.build_score(timeline, selection(args))   # a saved timeline: only those cues are printed
+    s = score.build_score(load_timeline(args, "score", data_source(args)))   # with --cues: only those
     score.write_musicxml(s, out)
     if args.pdf:
         score.write_pdf(out, out.with_suffix(".pdf"))

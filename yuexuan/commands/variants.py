@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from yuexuan.commands.common import data_source
 from yuexuan.rite import variants
 
 
@@ -10,7 +11,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    for key, v in variants.load().items():
+    for key, v in variants.load(source=data_source(args)).items():
         print(f"{key}  — {v['question']}")
         for name, opt in v["options"].items():
             mark = "*" if name == v["default"] else " "

@@ -7,24 +7,19 @@ and a wheel find it alike. A :class:`DataSource` with an ``overlay`` folder take
 ``overlay/instruments/笙钟.toml`` instead of the packaged file of that name and adds files found
 only there; everything else comes from the package.
 
-The CLI builds the source from ``--data DIR`` or ``$YUEXUAN_DATA`` (``--data`` wins) and makes it
-current for the run with :func:`using` (a context variable, so nothing outlives the command);
-loaders take an explicit ``source=`` and otherwise use :func:`current`.
+Each command builds its source once from ``--data DIR`` or ``$YUEXUAN_DATA`` (``--data`` wins;
+:func:`yuexuan.commands.common.data_source`, the one place the variable is read) and hands it to
+every loader. A loader given no source reads the packaged data alone: ``DataSource()``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from yuexuan.errors import UserError
-
 FOLDERS = ("instruments", "pieces", "rite", "cues")
-ENV_VAR = "YUEXUAN_DATA"
+ENV_VAR = "YUEXUAN_DATA"      # the variable naming an overlay folder (read by the CLI only)
 DEFAULT_CUES = "dashe.toml"
 
 
@@ -33,17 +28,6 @@ class DataSource:
     """The packaged data, with the files of ``overlay`` (a folder laid out the same) in front."""
 
     overlay: Path | None = None
-
-    @classmethod
-    def from_option(cls, folder: str | Path | None) -> DataSource:
-        """``--data DIR`` when given, else ``$YUEXUAN_DATA``, else the packaged data alone."""
-        chosen = folder or os.environ.get(ENV_VAR) or None
-        if chosen is None:
-            return cls()
-        where = "--data" if folder else f"${ENV_VAR}"
-        if not Path(chosen).is_dir():
-            raise UserError("data folder not found", file=str(chosen), key=where)
-        return cls(Path(chosen))
 
     def path(self, folder: str, name: str) -> Path:
         """The file ``folder/name``: the overlay's if it has one, else the packaged one."""
@@ -65,22 +49,3 @@ def _packaged(folder: str) -> Path:
         raise ValueError(f"unknown data folder {folder!r}; expected one of {FOLDERS}")
     return Path(str(resources.files(f"{__name__}.{folder}")))
 
-
-_CURRENT: contextvars.ContextVar[DataSource | None] = contextvars.ContextVar("yuexuan_data", default=None)
-
-
-def current(source: DataSource | None = None) -> DataSource:
-    """``source`` when a loader was given one; else the source made current by :func:`using`;
-    outside one, ``$YUEXUAN_DATA`` over the package."""
-    return source or _CURRENT.get() or DataSource.from_option(None)
-
-
-@contextlib.contextmanager
-def using(data: DataSource):
-    """Make ``data`` the current source inside the ``with`` block (the CLI's run of one command).
-    A context variable: threads started inside do not inherit it, so load data before fanning out."""
-    token = _CURRENT.set(data)
-    try:
-        yield data
-    finally:
-        _CURRENT.reset(token)

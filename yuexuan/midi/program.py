@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from yuexuan.errors import UserError, unknown_cue
+from yuexuan.errors import UserError
 from yuexuan.midi.queue_items import Kind
+from yuexuan.timeline import chosen_cues
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,12 @@ def message_kind(msg) -> Kind:
 
 def select_cues(timeline, cue_ids=None, from_s=None, until_s=None) -> list:
     """The cues of ``cue_ids`` (all when None) that overlap the window [from_s, until_s)."""
-    known = [c.id for c in timeline.cues]
-    for cue_id in cue_ids or ():
-        if cue_id not in known:
-            raise unknown_cue(cue_id, known, key="--cues")
+    chosen = timeline.cues if cue_ids is None else chosen_cues(timeline, cue_ids)
     if from_s is not None and until_s is not None and until_s <= from_s:
         raise UserError(f"--until ({until_s}) must be after --from ({from_s})", key="--until")
     lo = float("-inf") if from_s is None else from_s
     hi = float("inf") if until_s is None else until_s
-    cues = [c for c in timeline.cues
-            if (cue_ids is None or c.id in cue_ids) and c.end > lo and c.start < hi]
+    cues = [c for c in chosen if c.end > lo and c.start < hi]
     if not cues:
         raise UserError("no cue in the selected window", key="--cues")
     return cues

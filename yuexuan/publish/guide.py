@@ -160,11 +160,12 @@ def _publish(target: Path, text: str | None = None, copy_from: Path | None = Non
 
 
 def write_site(timeline: Timeline, out_dir: str | Path, audio: str | Path | None = None,
-               vtt: str | None = None) -> list:
+               vtt: str | None = None, court: courtyard.Courtyard | None = None) -> list:
     """Write the guide into ``out_dir``; return the paths written.
 
     ``audio`` is copied beside the page (unless it is already there). ``vtt`` (the captions'
     text) defaults to the renderer's sidecar beside ``audio`` (``NAME.vtt``), else :func:`cue_vtt`.
+    ``court`` is drawn in the layout (default: the packaged ``rite/courtyard.toml``).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,7 +173,7 @@ def write_site(timeline: Timeline, out_dir: str | Path, audio: str | Path | None
         vtt = Path(audio).with_suffix(".vtt").read_text(encoding="utf-8")
     if vtt is None:
         vtt = cue_vtt(timeline)
-    svg = drawing.layout_svg(timeline.instruments, courtyard.load(),
+    svg = drawing.layout_svg(timeline.instruments, court or courtyard.load(),
                              f"{timeline.ceremony.name} 乐县与侯道 · the music suspension and the range")
     written = []
     audio_name = None

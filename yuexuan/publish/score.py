@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from yuexuan import atomic
-from yuexuan.errors import UserError, unknown_cue
-from yuexuan.timeline import Timeline
+from yuexuan.errors import UserError
+from yuexuan.timeline import Timeline, chosen_cues
 
 #: group key -> (part name, abbreviation); in score order, top to bottom.
 GROUPS = {"歌": ("歌 Voices", "歌"), "瑟": ("瑟 Zithers", "瑟"), "簜": ("簜 Pipes", "簜"),
@@ -69,11 +69,7 @@ def select_cues(timeline: Timeline, cue_ids: list | None) -> list:
     """The cues to print, in time order; all cues with notes when ``cue_ids`` is empty."""
     with_notes = {n.cue for n in timeline.notes}
     if cue_ids:
-        known = [c.id for c in timeline.cues]
-        for cid in cue_ids:
-            if cid not in known:
-                raise unknown_cue(cid, known, key="--cues")
-        chosen = [c for c in timeline.cues if c.id in set(cue_ids)]
+        chosen = chosen_cues(timeline, cue_ids)
     else:
         chosen = [c for c in timeline.cues if c.id in with_notes]
     chosen = [c for c in chosen if c.id in with_notes]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan.data import DataSource, current
+from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
 
 
@@ -52,6 +52,10 @@ class Courtyard:
     targets: tuple             # Target …
     listeners: tuple           # Listener …
 
+    def seats(self) -> dict:
+        """The listener seats by name (宾, 公, 中庭): the renderer's ``listener_table``."""
+        return {li.name: li for li in self.listeners}
+
 
 def _metres(f: tomlfile.Fields, key: str, n: int = 3, shape: str = "[x, y, z]") -> tuple:
     """An array of ``n`` numbers (metres) under ``key``."""
@@ -74,9 +78,9 @@ def _listeners(top: tomlfile.Fields) -> tuple:
     return tuple(out.values())
 
 
-def load(path: str | Path | None = None, source: DataSource | None = None) -> Courtyard:
+def load(path: str | Path | None = None, source: DataSource = DataSource()) -> Courtyard:
     """Read ``path`` (default rite/courtyard.toml of ``source``)."""
-    path = Path(path) if path else current(source).path("rite", "courtyard.toml")
+    path = Path(path) if path else source.path("rite", "courtyard.toml")
     doc, text = tomlfile.load(path)
     top = tomlfile.Fields(doc, str(path), text, "")
     tang = top.table("tang")
@@ -89,6 +93,6 @@ def load(path: str | Path | None = None, source: DataSource | None = None) -> Co
     return Courtyard(tang_x_m, tang_y_m, top.get("bu_m", float, 1.386), landmarks, targets, _listeners(top))
 
 
-def listeners(path: str | Path | None = None, source: DataSource | None = None) -> dict:
-    """The listener seats by name (宾, 公, 中庭)."""
-    return {li.name: li for li in load(path, source).listeners}
+def listeners(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
+    """The listener seats by name (宾, 公, 中庭) of ``path`` (default: that of ``source``)."""
+    return load(path, source).seats()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yuexuan.rite import tomlfile, variants as variants_mod
+from yuexuan.rite import tomlfile
 from yuexuan.rite.cuesheet_cues import Known, cues
 from yuexuan.rite.cuesheet_records import (  # noqa: F401  (the records, re-exported for callers)
     Archer, Call, Ceremony, CueSheet, CueSpec, Pair, Shejie)
@@ -22,19 +22,19 @@ from yuexuan.rite.tomlfile import Fields
 TOP_KEYS = {"ceremony", "variants", "shejie", "pair", "cue"}
 
 
-def parse(path: str | Path, pieces: dict, instruments: dict) -> CueSheet:
-    """Read and validate a cue sheet against the known pieces and instruments."""
+def parse(path: str | Path, pieces: dict, instruments: dict, variant_defs: dict) -> CueSheet:
+    """Read and validate a cue sheet against the known pieces, instruments and variants (the
+    tables of :func:`yuexuan.rite.variants.load`)."""
     path = str(path)
     data, text = tomlfile.load(path)
     top = Fields(data, path, text, "")
     top.unknown(TOP_KEYS)
     cer = ceremony(top.table("ceremony"))
-    vdefs = variants_mod.load()
-    chosen = chosen_variants(top.table("variants", {}), vdefs)
+    chosen = chosen_variants(top.table("variants", {}), variant_defs)
     grid = shejie(top.table("shejie", {}))
     pairs = roster(top)
     groups = frozenset(p.group for p in pairs) | frozenset(p.id for p in pairs)
-    specs = cues(top, Known(pieces, instruments, vdefs, groups))
+    specs = cues(top, Known(pieces, instruments, variant_defs, groups))
     # vars(cer): the [ceremony] fields, which CueSheet inherits from Ceremony
     return CueSheet(**vars(cer), file=path, variants=chosen, shejie=grid, pairs=pairs, cues=specs,
                     text=text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from yuexuan.data import DataSource, current
+from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
 from yuexuan.rite.tuning import Pitch, parse_pitch
@@ -94,10 +94,10 @@ def load_instrument(path: str | Path) -> Instrument:
         gm_drum_key=gm_drum_key, synth=dict(f.get("synth", dict, {})), file=str(path))
 
 
-def load_all(source: DataSource | None = None) -> dict:
-    """All instruments of instruments/ (``source``, default :func:`~yuexuan.data.current`), by name."""
+def load_all(source: DataSource = DataSource()) -> dict:
+    """All instruments of instruments/ of ``source`` (default: the packaged data), by name."""
     out = {}
-    for p in current(source).files("instruments"):
+    for p in source.files("instruments"):
         inst = load_instrument(p)
         if inst.name in out:
             raise UserError(f"duplicate instrument name {inst.name!r} (also in {out[inst.name].file})",

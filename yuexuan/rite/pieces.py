@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan.data import DataSource, current
+from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
 from yuexuan.rite.tuning import LV, Pitch, parse_pitch
@@ -89,10 +89,10 @@ def load_piece(path: str | Path) -> Piece:
                  stanzas=tuple(stanzas), file=str(path))
 
 
-def load_all(source: DataSource | None = None) -> dict:
-    """All pieces of pieces/ (``source``, default :func:`~yuexuan.data.current`), by title."""
+def load_all(source: DataSource = DataSource()) -> dict:
+    """All pieces of pieces/ of ``source`` (default: the packaged data), by title."""
     out = {}
-    for p in current(source).files("pieces"):
+    for p in source.files("pieces"):
         piece = load_piece(p)
         if piece.title in out:
             raise UserError(f"duplicate piece title {piece.title!r}", file=str(p), key="title")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from yuexuan.data import DataSource, current
+from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
 
 
@@ -20,8 +20,8 @@ class Rank:
     source: str
 
 
-def load(path: str | Path | None = None, source: DataSource | None = None) -> dict:
+def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
     """The ranks of ``path`` (default rite/suspension.toml of ``source``), by rank."""
-    data, text = tomlfile.load(Path(path) if path else current(source).path("rite", "suspension.toml"))
+    data, text = tomlfile.load(Path(path) if path else source.path("rite", "suspension.toml"))
     return {r["rank"]: Rank(r["rank"], r["suspension"], tuple(r["sides"]), int(r["shejie_jie"]),
                             r["shejie_piece"], bool(r["in_seeds"]), r["source"]) for r in data["rank"]}

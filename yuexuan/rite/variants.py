@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yuexuan.data import DataSource, current
+from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
 
 
-def load(path: str | Path | None = None, source: DataSource | None = None) -> dict:
+def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
     """{variant key: {question, default, options: {name: {source, …effect data}}}} of ``path``
     (default rite/variants.toml of ``source``)."""
-    data, _ = tomlfile.load(Path(path) if path else current(source).path("rite", "variants.toml"))
+    data, _ = tomlfile.load(Path(path) if path else source.path("rite", "variants.toml"))
     return data
 
 
