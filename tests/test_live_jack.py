@@ -26,7 +26,7 @@ import rtmidi
 from jack_support import Recorder, diagnosis, jack_server, log_mark
 from yuexuan.midi import sync
 from yuexuan.compiler import compile_file
-from yuexuan.timeline import save_json
+from yuexuan.timeline import save_json, select
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"
@@ -321,10 +321,11 @@ def test_clock_follows_each_cues_beat_from_a_saved_timeline(jack, jack_diag, tmp
     assert edited["beat_s"] == 1.0
     edited["beat_s"] = 0.75
     saved.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    cues = {c.id: c for c in tl.cues}
+    # --cues cuts the two cues out of the saved timeline: time 0 is then 去侯's start (README)
+    cues = {c.id: c for c in select(tl, ["round3_quhou", "lishou"]).cues}
     before, lishou = cues["round3_quhou"], cues["lishou"]
-    assert before.beat_s == 0.5 and before.end < lishou.start
-    lo, hi = before.start - 0.3, lishou.start + 3.5         # 去侯, the pause, 貍首's first 3.5 s
+    assert before.start == 0.0 and before.beat_s == 0.5 and before.end < lishou.start
+    lo, hi = before.start, lishou.start + 3.5         # 去侯, the pause, 貍首's first 3.5 s
     rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
     try:
         play = Play(jack, "--port", "rec", "--cues", "round3_quhou,lishou", "--from", str(lo),
