@@ -1,0 +1,85 @@
+"""The compiler: cue sheet → one :class:`~yuexuan.timeline.Timeline`.
+
+Pure functions over the parsed data; :func:`compile_file` is the I/O edge that loads the rite's
+data files. Every timing decision of the project is made here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder
+from yuexuan.compiler.calls import calls_cue
+from yuexuan.compiler.music import music_cue
+from yuexuan.compiler.shooting import shejie_cue, shoot_cue
+from yuexuan.data import DataSource
+from yuexuan.errors import UserError, unknown_cue
+from yuexuan.rite import cuesheet, instruments as instruments_mod, pieces as pieces_mod
+from yuexuan.rite import suspension as suspension_mod, variants as variants_mod
+from yuexuan.timeline import Ceremony, Cue, Timeline
+
+__all__ = ["compile_sheet", "compile_path", "compile_file"]
+
+
+def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: dict, vdefs: dict,
+                  select: list | None = None) -> tuple:
+    """Compile a parsed cue sheet. Returns (Timeline, warnings).
+
+    ``select``: cue ids to compile, in sheet order; time 0 is then the first selected cue's start
+    and the selected cues follow one another with the sheet's gap.
+    """
+    specs = list(sheet.cues)
+    if select:
+        known = [c.id for c in specs]
+        for cid in select:
+            if cid not in known:
+                raise unknown_cue(cid, known, key="--cues", file=sheet.file)
+        specs = [c for c in specs if c.id in set(select)]
+    rank = ranks[sheet.rank]
+    b = Builder(sheet, insts, rank.sides,
+                 variants_mod.effect(vdefs, sheet.variants, "jiangu_bei")["struck"])
+    cues, t = [], 0.0
+    for n, spec in enumerate(specs):
+        if n:
+            t += sheet.gap_seconds
+        first_note = len(b.notes)
+        if spec.kind == "music":
+            placed = music_cue(b, spec, t, pieces, vdefs)
+        elif spec.kind == "calls":
+            placed = calls_cue(b, spec, t, vdefs)
+        elif spec.kind == "shoot":
+            placed = shoot_cue(b, spec, t)
+        else:
+            placed = shejie_cue(b, spec, t, pieces, ranks, vdefs)
+        names = {x.instrument for x in b.notes[first_note:]}
+        used = tuple(i for i in insts if i in names)
+        recon = spec.reconstruction if spec.reconstruction is not None else placed.reconstruction
+        cues.append(Cue(spec.id, spec.piece, spec.action, t, placed.end, used, recon, spec.source,
+                        spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
+                        spec.gloss, tuple(placed.phrases), placed.beat_s))
+        t = placed.end
+        if t > MAX_TIMELINE_S:
+            raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "
+                            f"{spec.id!r}; shorten open-ended lengths, gaps or the roster",
+                            file=sheet.file, line=spec.line)
+    order = {name: k for k, name in enumerate(insts)}
+    notes = tuple(sorted(b.notes, key=lambda x: (x.time, order[x.instrument], x.midi)))
+    beats = tuple(sorted(b.beats, key=lambda x: x.time))
+    ceremony = Ceremony(sheet.name, sheet.rank, rank.suspension, sheet.huangzhong_hz, dict(sheet.variants))
+    facts = {name: i.facts() for name, i in insts.items()}
+    return Timeline(ceremony, tuple(cues), notes, beats, facts), b.warnings
+
+
+def compile_path(path: str | Path, cues: list | None = None, source: DataSource = DataSource()) -> tuple:
+    """Load the rite's data from ``source`` (default: the packaged data) and compile the cue sheet
+    at ``path``. Returns (Timeline, warnings)."""
+    insts = instruments_mod.load_all(source)
+    pieces = pieces_mod.load_all(source)
+    vdefs = variants_mod.load(source=source)
+    sheet = cuesheet.parse(path, pieces, insts, vdefs)
+    return compile_sheet(sheet, pieces, insts, suspension_mod.load(source=source), vdefs, cues)
+
+
+def compile_file(path: str | Path, cues: list | None = None, source: DataSource = DataSource()) -> Timeline:
+    """Compile the cue sheet at ``path`` (optionally only the cue ids ``cues``) to a Timeline."""
+    return compile_path(path, cues, source)[0]

@@ -1,0 +1,84 @@
+"""The rounds of shooting: unaccompanied rounds and the 射节 of round 3 (the drum grid)."""
+
+from __future__ import annotations
+
+from yuexuan.compiler.builder import STROKE_S, VELOCITY, Builder, Placed
+from yuexuan.compiler.calls import huo_calls
+from yuexuan.compiler.music import cue_sides
+from yuexuan.errors import UserError
+from yuexuan.rite import variants as variants_mod
+from yuexuan.timeline import Beat
+
+
+def shoot_cue(b: Builder, spec, t0: float) -> Placed:
+    """An unaccompanied round: the 获者's calls after each hit; the beat is the arrow step."""
+    pairs = b.sheet.pair_selection(spec.pairs)
+    t, phrases = t0, []
+    rnd = spec.round or 1
+    for pair in pairs:
+        phrases.append(t)
+        for k in range(8):
+            ta = t + spec.pair_seconds + k * spec.arrow_seconds
+            if pair.hit(rnd, k):
+                huo_calls(b, spec, ta)
+        t += spec.pair_seconds + 8 * spec.arrow_seconds
+    return Placed(t, phrases, spec.arrow_seconds)
+
+
+def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: dict) -> Placed:
+    """The 射节 of round 3; the beat is one syllable of the sung line, jie_seconds / syllables_per_jie."""
+    sheet, sj = b.sheet, b.sheet.shejie
+    n_jie = ranks[sheet.rank].shejie_jie
+    shoot_jie = variants_mod.effect(vdefs, sheet.variants, "shejie")["shoot_jie"]
+    heard = sj.heard_jie if sj.heard_jie is not None else n_jie - shoot_jie
+    # a pair's turn is its heard 节 then its shooting 节, within the rank's N 节; heard_jie may make
+    # the turn shorter than N (fewer heard 节), never longer
+    if heard < 0 or heard + shoot_jie > n_jie:
+        raise UserError(f"射节: a {sheet.rank}'s {n_jie} 节 cannot hold {max(heard, 0)} heard and "
+                        f"{shoot_jie} shooting 节", file=sheet.file,
+                        key="shejie.heard_jie" if sj.heard_jie is not None else "variants.shejie")
+    per_pair = heard + shoot_jie
+    piece = pieces[spec.piece]
+    tune = piece.notes()
+    sides = cue_sides(spec, sheet, vdefs)
+    melody = b.resolve(spec.melody, sides)
+    shuo, ying = b.resolve(["朔鼙"]), b.resolve(["应鼙"])
+    strikers = b.resolve(["建鼓", "鑮"])
+    if not any(i.kind == "建鼓" for i in strikers):
+        raise UserError(f"cue {spec.id!r}: no 建鼓 is struck, so the 射节 has no beat (不鼓不释); check "
+                        "the rank and the jiangu_bei variant", file=sheet.file, line=spec.line)
+    J, spj = sj.jie_seconds, sj.syllables_per_jie
+    pairs = sheet.pair_selection(spec.pairs)
+    rnd = spec.round or 3
+    phrases, g, syl = [], 0, 0
+    for pair in pairs:
+        for j in range(1, per_pair + 1):
+            jt = t0 + g * J
+            phrases.append(jt)
+            for inst in shuo:
+                b.note(spec, jt + sj.pi_offsets[0], STROKE_S, inst, None, VELOCITY["鼙"], key="shejie")
+            for inst in ying:
+                b.note(spec, jt + sj.pi_offsets[1], STROKE_S, inst, None, VELOCITY["鼙"] - 6, key="shejie")
+            shooting = j > heard
+            for k, off in enumerate(sj.gu_offsets):
+                ts = jt + off
+                for inst in strikers:
+                    vel = VELOCITY.get(inst.kind, 96) + (8 if shooting else 0)
+                    b.note(spec, ts, STROKE_S if not inst.pitched else J / 2, inst, None, vel, key="shejie")
+                if shooting:
+                    arrow_index = 2 * (j - heard - 1) + k          # 0..7 in shooting order
+                    role, archer = pair.shooter(arrow_index)
+                    b.beats.append(Beat(ts, spec.id, pair.id, j, True, role, archer.name, j - heard))
+                    if pair.hit(rnd, arrow_index):
+                        huo_calls(b, spec, ts)
+                else:
+                    b.beats.append(Beat(ts, spec.id, pair.id, j, False, None, None, None))
+            for s in range(spj):
+                pitch, word = tune[syl % len(tune)]
+                syl += 1
+                for inst in melody:
+                    b.note(spec, jt + s * J / spj, J / spj * 0.92, inst, pitch,
+                           VELOCITY["melody"] + (VELOCITY["phrase_accent"] if s == 0 else 0),
+                           lyric=word if inst.family == "voice" else None)
+            g += 1
+    return Placed(t0 + g * J, phrases, J / spj, piece.reconstruction)
