@@ -1,0 +1,219 @@
+"""Every quote tagged with a seed text is verbatim from that seed.
+
+The seeds are ``../shared/seeds/000_*.txt`` … ``004_*.txt`` beside the repository (CI has them beside
+the checkout); without them the test fails and says where it looked.
+
+Where quotes are looked for: the packaged data (``instruments/``, ``pieces/``, ``rite/``, ``cues/``:
+every ``*.toml``, comments included), the docs (``docs/*.md``, ``README.md``) and every other cue
+sheet of the repository (``tests/data/*.toml``, ``bench/*.toml``).
+
+Which seed a quote claims (the rule):
+
+* A text is cut into *citations*: at ``;`` and ``；`` outside quotes, and at line ends (in Markdown
+  at paragraph ends instead: blank lines, headings, list items and table rows, whose ``|`` cells
+  are citations of their own; a wrapped line goes on the same citation).
+* A quote 「…」 in a citation takes the first tag ``[000]``…``[004]`` AFTER it in that citation
+  (``「…」 [001]``; ``「A」，「B」 [001]`` tags both), or, with none after it, the last tag BEFORE it
+  (``郑 [000]「…」``). A citation without a tag names no seed: its quotes are not checked (OUTSIDE
+  and untagged sayings).
+* A quote that is only ``…`` (a placeholder) is skipped.
+
+How a quote is found: quote and seed are compared without punctuation (Chinese and ASCII), spaces
+and the seeds' footnote markers such as （53）, with the :data:`VARIANTS` characters read as one;
+a quote cut by ``…`` (or ``...``) is found when its pieces occur in the seed in that order, each
+beginning at most :data:`MAX_GAP` characters after the previous one ends.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SEEDS = REPO.parent / "shared" / "seeds"
+TAGS = ("000", "001", "002", "003", "004")
+
+#: Characters written two ways, read as one (left → right). Each pair is a variant form the seeds
+#: and the data both use for one word: 貍/狸 (貍首, 貍步: the data's 貍, the translations' 狸);
+#: 锺/钟 (the old form of 钟 in 锺磬); 鑮/镈 (the data's instrument 鑮, the 经's 镈); 逺/远, 歩/步,
+#: 畧/略, 羣/群 (the 五礼通考 text's old forms, quoted in modern ones).
+VARIANTS = {"狸": "貍", "锺": "钟", "镈": "鑮", "逺": "远", "歩": "步", "畧": "略", "羣": "群"}
+#: Most characters of seed text (after normalising) between two pieces of a quote cut by ….
+MAX_GAP = 400
+
+_FOOTNOTE = re.compile(r"[（(]\d{1,3}[）)]")
+_QUOTE = re.compile(r"「([^「」]*)」")
+_TAG = re.compile(r"\[(00[0-4])\]")
+_CUT = re.compile(r"…+|\.{3,}")
+_TABLE = str.maketrans(VARIANTS)
+
+
+def normalise(text: str) -> str:
+    """Text without footnote markers, punctuation (Unicode P*, S*) and spaces, variants unified."""
+    text = _FOOTNOTE.sub("", text)
+    return "".join(ch for ch in text if unicodedata.category(ch)[0] not in "PSZC").translate(_TABLE)
+
+
+def _split_outside_quotes(text: str, seps: str) -> list:
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "「":
+            depth += 1
+        elif ch == "」":
+            depth = max(0, depth - 1)
+        elif ch in seps and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return out
+
+
+def _markdown_units(text: str) -> list:
+    """Paragraphs (wrapped lines joined), headings, list items, table cells and code lines of a
+    Markdown text."""
+    units, para, code = [], [], False
+
+    def close():
+        if para:
+            units.append(" ".join(para))
+        para.clear()
+
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("```"):
+            close()
+            code = not code
+        elif code or s.startswith("#"):
+            close()
+            units.append(s)
+        elif s.startswith("|"):
+            close()
+            units.extend(_split_outside_quotes(s, "|"))
+        elif not s:
+            close()
+        elif re.match(r"([-*+]|\d+\.)\s", s):
+            close()
+            para.append(s)
+        else:
+            para.append(s)
+    close()
+    return units
+
+
+def citations(text: str, markdown: bool) -> list:
+    """The citations of a text (see the module docstring)."""
+    units = _markdown_units(text) if markdown else text.splitlines()
+    return [c for u in units for c in _split_outside_quotes(u, ";；")]
+
+
+def tagged_quotes(citation: str) -> list:
+    """(quote, tag) for each quote of ``citation`` that claims a seed."""
+    tags = [(m.start(), m.group(1)) for m in _TAG.finditer(citation)]
+    out = []
+    for m in _QUOTE.finditer(citation):
+        after = [t for pos, t in tags if pos >= m.end()]
+        before = [t for pos, t in tags if pos < m.start()]
+        tag = after[0] if after else (before[-1] if before else None)
+        if tag is not None:
+            out.append((m.group(1), tag))
+    return out
+
+
+def scanned_files() -> list:
+    files = []
+    for folder in ("instruments", "pieces", "rite", "cues", "tests/data", "bench"):
+        files += sorted((REPO / folder).glob("*.toml"))
+    files += sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+    return files
+
+
+@lru_cache(maxsize=None)
+def seed_text(tag: str) -> str:
+    found = sorted(SEEDS.glob(f"{tag}_*.txt"))
+    if not found:
+        pytest.fail(f"seed text [{tag}] not found: expected {SEEDS}/{tag}_*.txt (the seeds live in "
+                    f"../shared/seeds/ beside the repository)")
+    return normalise(found[0].read_text(encoding="utf-8"))
+
+
+def found_in(quote: str, seed: str) -> bool:
+    """Whether the pieces of ``quote`` (cut by …) occur in ``seed`` in order, within MAX_GAP."""
+    pieces = [normalise(p) for p in _CUT.split(quote)]
+    pieces = [p for p in pieces if p]
+
+    def rest(k: int, after: int, limit: int | None) -> bool:
+        if k == len(pieces):
+            return True
+        i = seed.find(pieces[k], after)
+        while i >= 0 and (limit is None or i <= limit):
+            if rest(k + 1, i + len(pieces[k]), i + len(pieces[k]) + MAX_GAP):
+                return True
+            i = seed.find(pieces[k], i + 1)
+        return False
+
+    return rest(0, 0, None)
+
+
+def all_quotes() -> list:
+    """(file relative to the repo, line, quote, tag) for every seed-tagged quote."""
+    out = []
+    for path in scanned_files():
+        text = path.read_text(encoding="utf-8")
+        for cit in citations(text, path.suffix == ".md"):
+            for quote, tag in tagged_quotes(cit):
+                if not normalise(_CUT.sub("", quote)):
+                    continue
+                line = text[:text.find(quote)].count("\n") + 1 if quote in text else 0
+                out.append((str(path.relative_to(REPO)), line, quote, tag))
+    return out
+
+
+def test_the_seeds_are_beside_the_repository():
+    assert SEEDS.is_dir(), (f"the seed texts are not at {SEEDS} (../shared/seeds/ from the repository): "
+                            "the quote test needs them")
+    for tag in TAGS:
+        assert seed_text(tag), f"seed [{tag}] is empty"
+
+
+def test_every_tagged_quote_is_verbatim_from_its_seed():
+    if not SEEDS.is_dir():
+        pytest.fail(f"the seed texts are not at {SEEDS} (../shared/seeds/ from the repository)")
+    quotes = all_quotes()
+    assert len(quotes) > 100          # the data quote its sources: the scan must see them
+    missing = [f"{f}:{line}: 「{q}」 not in [{tag}]" for f, line, q, tag in quotes
+               if not found_in(q, seed_text(tag))]
+    assert not missing, "quotes not found verbatim in the seed they cite:\n" + "\n".join(missing)
+
+
+# --- the rule itself, on known cases -------------------------------------------------------------
+
+def test_the_tag_after_a_quote_else_the_one_before_within_a_citation():
+    assert tagged_quotes("「甲」 [001]") == [("甲", "001")]
+    assert tagged_quotes("郑 [000]「甲」") == [("甲", "000")]
+    assert tagged_quotes("「甲」，「乙」 [004]") == [("甲", "004"), ("乙", "004")]
+    assert tagged_quotes("郑 「甲」 (OUTSIDE)") == []
+    cits = citations("「甲」 [001]; 郑 「乙」; 「丙」 [000]", markdown=False)
+    assert [tagged_quotes(c) for c in cits] == [[("甲", "001")], [], [("丙", "000")]]
+    # a ; inside a quote does not cut the citation
+    assert citations("「甲；乙」 [001]", markdown=False) == ["「甲；乙」 [001]"]
+
+
+def test_markdown_wrapped_lines_are_one_citation_and_table_cells_are_apart():
+    text = "The text says\n「甲」 and goes on [001].\n\n| 「乙」 | [002] |\n"
+    cits = citations(text, markdown=True)
+    assert [q for c in cits for q in tagged_quotes(c)] == [("甲", "001")]
+
+
+def test_matching_ignores_punctuation_footnotes_variants_and_follows_cuts():
+    seed = normalise("公射大侯（53），大夫射参。狸首，逸诗；锺鼓在庭")
+    assert found_in("公射大侯，大夫射参", seed)
+    assert found_in("貍首，逸诗", seed) and found_in("钟鼓", seed)
+    assert found_in("公射…逸诗", seed)
+    assert not found_in("逸诗…公射", seed)                 # pieces out of order
+    assert not found_in("公射小侯", seed)
+    far = normalise("甲乙" + "丙" * (MAX_GAP + 1) + "丁戊")
+    assert not found_in("甲乙…丁戊", far) and found_in("甲乙…丙丁戊", far)
