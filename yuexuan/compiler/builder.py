@@ -16,6 +16,7 @@ STROKE_S = 0.4            # MIDI length of a drum stroke
 BO_STEPS = 2.0            # a 鑮 stroke lasts two note steps
 CALL_DELAY_S = (1.5, 2.6)     # 获者: 举旌以宫, then 偃旌以商, after the arrow is loosed
 CALL_LEN_S = (1.0, 0.8)
+SPOKEN_KEY = 70            # GM percussion key (Maracas, channel 10) of a spoken call: docs/timeline.md
 CALL_STEP_S = 0.5         # beat_s of a calls cue: the 去侯 calls start (0, 5 s) and end (3.5, 7.5 s) on it
 MAX_NOTES = 5_000_000     # refuse to build more sounded events than this (memory guard)
 MAX_TIMELINE_S = 24 * 3600.0   # a compiled selection may last at most a day
@@ -76,13 +77,17 @@ class Builder:
         order = list(self.insts)
         return sorted(out, key=lambda i: order.index(i.name))
 
-    def note(self, spec, t, dur, inst, pitch: Pitch | None, velocity, lyric=None, key="melody"):
+    def note(self, spec, t, dur, inst, pitch: Pitch | None, velocity, lyric=None, key="melody",
+             spoken=False):
+        """Sound ``inst`` at ``t`` s for ``dur`` s. Unpitched bodies and ``spoken`` calls (a voice
+        without a pitch: ``hz`` None, MIDI key :data:`SPOKEN_KEY` unless the body has a GM drum key)."""
         if len(self.notes) >= MAX_NOTES:
             raise UserError(f"the compiled ceremony exceeds {MAX_NOTES} sounded events; shorten the cue "
                             "sheet (open-ended lengths, roster size)", file=self.sheet.file, line=spec.line)
         velocity = max(1, min(127, int(velocity)))
-        if not inst.pitched:
-            self.notes.append(Note(t, dur, inst.name, spec.id, inst.gm_drum_key, None, velocity))
+        if spoken or not inst.pitched:
+            drum_key = inst.gm_drum_key if inst.gm_drum_key is not None else SPOKEN_KEY
+            self.notes.append(Note(t, dur, inst.name, spec.id, drum_key, None, velocity, lyric=lyric))
             return
         if pitch is None:
             pitch = inst.pitch_set[0]

@@ -110,16 +110,24 @@ def _xian(cf: Fields, vdefs: dict) -> tuple:
 
 
 def calls(cf: Fields, instruments: dict) -> tuple:
-    """The cue's ``calls``: the 负侯者's calls, each on a 声 of the mode."""
+    """The cue's ``calls``: the 负侯者's calls, each on a 声 of the mode, or ``plain`` (spoken, no
+    pitch; its ``sheng``, default 宫, is used only where a variant restores 宫 and 商)."""
     out = []
     for kf in cf.tables("calls", []):
         kf.unknown(CALL_KEYS)
         who = kf.get("who", str)
         if who not in instruments:
             raise kf.error("who", f"unknown instrument {who!r}")
-        out.append(Call(who, kf.get("sheng", str, choices=WUSHENG), kf.get("word", str, ""),
-                        seconds(kf, "at"), seconds(kf, "seconds", lo=0.01),
-                        kf.get("velocity", int, 90, lo=1, hi=127), kf.get("plain", bool, False)))
+        if instruments[who].family != "voice":
+            raise kf.error("who", f"{who} is not a voice (family {instruments[who].family!r}); "
+                                  "calls are spoken or sung")
+        plain = kf.get("plain", bool, False)
+        if not plain and not instruments[who].pitched:
+            raise kf.error("plain", f"{who} has no pitch (see {instruments[who].file}); mark the call "
+                                    "`plain = true`")
+        out.append(Call(who, kf.get("sheng", str, "宫" if plain else ..., choices=WUSHENG),
+                        kf.get("word", str, ""), seconds(kf, "at"), seconds(kf, "seconds", lo=0.01),
+                        kf.get("velocity", int, 90, lo=1, hi=127), plain))
     return tuple(out)
 
 

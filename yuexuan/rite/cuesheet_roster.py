@@ -14,15 +14,33 @@ def _archer(pf: Fields, key: str) -> Archer:
     return Archer(a.get("name", str), a.get("rank", str, choices=ARCHER_RANKS))
 
 
+#: where a miss went, as the 大射正 tells the 公: 「下曰留，上曰扬，左右曰方」 [001]; 注 「留不至也，
+#: 扬过去也，方出旁也」 (ceremony.md §2.2 S8). A ``hits`` mark is the character or its ASCII letter.
+MISS_PLACES = {"留": "l", "扬": "y", "方": "f"}
+_MARK = {"x": "x", ".": ".", **{c: c for c in MISS_PLACES}, **{a: c for c, a in MISS_PLACES.items()}}
+
+
 def _hits(pf: Fields) -> tuple:
-    """Up to three rounds of up to 8 marks each, ``x`` hit or ``.`` miss."""
+    """Up to three rounds of up to 8 marks each: ``x`` hit, ``.`` miss, or a miss with its place,
+    ``留``/``l`` (low, short), ``扬``/``y`` (high, over), ``方``/``f`` (left or right); the ASCII
+    letters are stored as the characters."""
     hits = tuple(pf.get("hits", list, []))
     if len(hits) > 3:
         raise pf.error("hits", "at most three rounds")
     for h in hits:
-        if not isinstance(h, str) or len(h) > 8 or set(h) - {"x", "."}:
-            raise pf.error("hits", f"{h!r}: expected up to 8 marks, x (hit) or . (miss)")
-    return hits
+        if not isinstance(h, str) or len(h) > 8 or set(h) - set(_MARK):
+            raise pf.error("hits", f"{h!r}: expected up to 8 marks, x (hit), . (miss) or a miss with "
+                                   "where it went: 留 or l (low), 扬 or y (high), 方 or f (left or right)")
+    return tuple("".join(_MARK[c] for c in h) for h in hits)
+
+
+def miss_place(pair: Pair, round_: int, k: int) -> str | None:
+    """Where the k-th arrow (0-based, shooting order) of ``pair`` in ``round_`` went, 留 扬 or 方,
+    if the ``hits`` string marks it; None for a hit, an unmarked miss or an arrow not given."""
+    if not 1 <= round_ <= len(pair.hits) or not 0 <= k < len(pair.hits[round_ - 1]):
+        return None
+    mark = pair.hits[round_ - 1][k]
+    return mark if mark in MISS_PLACES else None
 
 
 def roster(top: Fields) -> tuple:
