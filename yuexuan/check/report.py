@@ -55,11 +55,13 @@ def shot_columns(shots: Shots, v: shiho.Verdict) -> list:
     ]
 
 
-def render_json(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None) -> str:
-    """``{"shots": [...], "tallies": [...], "settings": {...}, "rules": {...}, "drum": {...}}``;
-    ``drum`` only when the beats came from a recording."""
+def render_json(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None,
+                warnings: list = ()) -> str:
+    """``{"shots": [...], "tallies": [...], "settings": {...}, "rules": {...}, "warnings": [...],
+    "drum": {...}}``; ``drum`` only when the beats came from a recording."""
     records = [dict(zip(FIELDS_OUT, row)) for row in zip(*shot_columns(shots, v))]
-    doc = {"shots": records, "tallies": v.tallies, "settings": settings, "rules": shiho.RULES}
+    doc = {"shots": records, "tallies": v.tallies, "settings": settings, "rules": shiho.RULES,
+           "warnings": list(warnings)}
     if drum is not None:
         doc["drum"] = drum
     return json.dumps(doc, ensure_ascii=False) + "\n"
@@ -112,7 +114,8 @@ def _pad(s: str, w: int, right: bool = False) -> str:
     return fill + s if right else s + fill
 
 
-def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None) -> str:
+def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None,
+                 warnings: list = ()) -> str:
     """A table for people: one line a shot, then the settings and each round's 算 and
     announcement."""
     head = ("row", "time s", "archer", "rank", "role", "rd", "target", "result", "beat s",
@@ -136,9 +139,12 @@ def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | No
     out.append(f"beats: {settings['beats']} 建鼓 strokes from the {settings['beats_from']}"
                f" ({', '.join(settings['shejie_cues']) or 'no 射节 cue'}); tolerance "
                f"±{1000 * settings['tolerance_s']:.0f} ms; offset {settings['offset_s']:+g} s; 公 "
-               f"{'exempt (不以乐志)' if settings['gong_exempt_in_round_3'] else 'held to the drum'}")
+               f"{'exempt (不以乐志)' if settings['gong_exempt_in_round_3'] else 'held to the drum'}"
+               + ("; each arrow on its own 节's stroke (--own-jie)" if settings.get("strokes") == "own 节"
+                  else ""))
     if drum:
         out.append(drum_summary(drum))
+    out.extend(f"warning: {w}" for w in warnings)
     out.extend(tally_lines(v))
     if not v.tallies:
         out.append("no scored round (round 1: 获而未释获)")

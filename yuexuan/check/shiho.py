@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, Shots
+from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, Shots, is_miss
 
 GONG, BIN, QING, DAFU, SHI = range(5)            # indices into RANKS (most senior first)
 SHANG, XIA = range(2)                            # indices into ROLES: 上射, 下射
 DAHOU, CAN, GAN = range(3)                       # indices into TARGETS
-GUAN, LI_WEI_GANG, YANG_CHU, KUN_FU, BU_ZHONG = range(5)   # indices into RESULTS
+GUAN, LI_WEI_GANG, YANG_CHU, KUN_FU, BU_ZHONG, LIU, YANG, FANG, ZHUO_HOU = range(9)  # RESULTS
+MAX_ARROWS = 4                                   # 乘矢: 「皆四节拾将乘矢」 (贾疏), four arrows a round
 
 # 「公射大侯，大夫射参，士射干。」 The 侯 of each rank, in RANKS order.
 # 宾 → 大侯: INFERENCE from 疏 [004] 「宾客与君主结为耦，同射大侯」 (the 宾 is the 公's partner).
@@ -45,7 +46,8 @@ RULES = {
     "非其侯": "「公射大侯，大夫射参，士射干。射者非其侯，中之不获。卑者与尊者为耦，不异侯。」",
     "不贯不释": "「不贯不释」 (注 「贯犹中也。射不中鹄不释算」); "
                "「中离维纲，扬触，梱复，公则释获，众则不与」.",
-    "公则释获": "「中离维纲，扬触，梱复，公则释获，众则不与」 (注 「公则释获，优君也」).",
+    "公则释获": "「中离维纲，扬触，梱复，公则释获，众则不与」 (注 「公则释获，优君也」); the 公's "
+               "着侯 (in the 侯, outside the 鹄) by the gong_outside_hu variant (O21).",
     "唯公所中": "「唯公所中，中三侯皆获」 (注 「值中一侯则释获」).",
     "不鼓不释": "「不鼓不释」 (注 「不与鼓节相应，不释算也」), round 3.",
     "不以乐志": "「公乐作而后就物，稍属，不以乐志」 (注 「其发不必应乐」); that the 公's off-beat "
@@ -62,6 +64,7 @@ class Settings:
 
     tolerance_s: float = 0.070        # round 3: |shot − nearest 建鼓 stroke| ≤ this, seconds
     gong_exempt: bool = True          # O20: 「不以乐志」 — the 公's off-beat hits still count
+    gong_outside_hu: bool = True      # O21: the 公's 着侯 (the 侯 outside the 鹄) counts
 
 
 def hou_of_pairs(rank: np.ndarray, pair: np.ndarray) -> np.ndarray:
@@ -114,7 +117,7 @@ def decide(round_: np.ndarray, rank: np.ndarray, target: np.ndarray, result: np.
     1. not a hit (result 不中) → 不中.
     2. round 1 → 获而未释获: 「获而未释获」.
     3. the 公: 「唯公所中，中三侯皆获」 and 「中离维纲，扬触，梱复，公则释获」 — every hit is
-       released; in round 3 off the drum he is exempt, 「不以乐志」, unless
+       released (his 着侯 only when ``settings.gong_outside_hu``, O21, else 不贯不释); in round 3 off the drum he is exempt, 「不以乐志」, unless
        ``settings.gong_exempt`` is False, then 不鼓不释.
     4. round 3, off the drum → 不鼓不释: 「不鼓不释」.
     5. a 侯 not the archer's (or the senior partner's) → 非其侯: 「射者非其侯，中之不获」.
@@ -124,7 +127,7 @@ def decide(round_: np.ndarray, rank: np.ndarray, target: np.ndarray, result: np.
     round_ = np.asarray(round_)
     result = np.asarray(result)
     gong = np.asarray(rank) == GONG
-    hit = result != BU_ZHONG
+    hit = ~is_miss(result)
     r3_off = (round_ == 3) & ~np.asarray(beat_ok, dtype=bool)
 
     target = np.asarray(target)
@@ -132,6 +135,7 @@ def decide(round_: np.ndarray, rank: np.ndarray, target: np.ndarray, result: np.
     conditions = [
         ~hit,                                           # 1
         round_ == 1,                                    # 2
+        gong & (result == ZHUO_HOU) & (not settings.gong_outside_hu),   # 3: O21 not counted
         gong & r3_off & settings.gong_exempt,           # 3: 不以乐志
         gong & r3_off,                                  # 3: strict reading of O20
         gong & not_guan,                                # 3: 公则释获
@@ -141,7 +145,7 @@ def decide(round_: np.ndarray, rank: np.ndarray, target: np.ndarray, result: np.
         target != must_hit,                             # 5
         not_guan,                                       # 6
     ]
-    choices = [R_BUZHONG, R_WEISHI, R_BUYILEZHI, R_BUGU, R_GONGZE, R_WEIGONG, R_SHI, R_BUGU,
+    choices = [R_BUZHONG, R_WEISHI, R_BUGUAN, R_BUYILEZHI, R_BUGU, R_GONGZE, R_WEIGONG, R_SHI, R_BUGU,
                R_FEIQIHOU, R_BUGUAN]
     reason = np.select(conditions, choices, default=R_SHI).astype(np.int8)
     released = np.isin(reason, (R_SHI, R_BUYILEZHI, R_GONGZE, R_WEIGONG))
@@ -244,12 +248,59 @@ class Verdict:
     tallies: list
 
 
+def huo_called(rank, target, result, pair, settings: Settings = Settings()) -> np.ndarray:
+    """Whether the 获者 calls 获 after each shot: the rules of :func:`decide` without the round-1
+    and the drum rules (the 获者 at the 侯 calls the hit; whether a 算 is laid is the 释获者's).
+
+    So: any 侯 the 公 touches (「唯公所中，中三侯皆获」; his 着侯 by O21), and for everyone else
+    贯 on his own (or his senior partner's) 侯 (「射者非其侯，中之不获」; 「不贯不释」).
+    """
+    n = len(np.asarray(result))
+    released, _ = decide(np.full(n, 2, dtype=np.int8), rank, target, result,
+                         hou_of_pairs(rank, pair), np.ones(n, dtype=bool), settings)
+    return released
+
+
+def _archer_round_key(round_, archers: list) -> np.ndarray:
+    """One int64 per shot, equal for the shots of one archer in one round."""
+    _, who = np.unique(np.array(archers, dtype=object).astype(str), return_inverse=True)
+    return who.astype(np.int64) * 4 + np.asarray(round_)
+
+
+def arrow_numbers(round_, archers: list, time_s) -> np.ndarray:
+    """Each shot's number among its archer's shots of its round (1-based, in time order; equal
+    times in input order)."""
+    key = _archer_round_key(round_, archers)
+    order = np.lexsort((np.asarray(time_s, dtype=np.float64), key))     # by key, then time
+    ks = key[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(ks)) + 1]
+    run_start = np.repeat(starts, np.diff(np.r_[starts, len(ks)]))
+    numbers = np.empty(len(ks), dtype=np.int64)
+    numbers[order] = np.arange(len(ks)) - run_start + 1
+    return numbers
+
+
+def over_four(round_, archers: list) -> list[tuple]:
+    """(round, archer, arrows) for every archer who looses more than 乘矢 (four arrows) in a round,
+    in order of first appearance."""
+    if not len(archers):
+        return []
+    _, first, counts = np.unique(_archer_round_key(round_, archers), return_index=True,
+                                 return_counts=True)
+    many = np.sort(first[counts > MAX_ARROWS])
+    by_first = dict(zip(first.tolist(), counts.tolist()))
+    rounds = np.asarray(round_)
+    return [(int(rounds[i]), archers[i], by_first[i]) for i in many.tolist()]
+
+
 def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s: float = 0.0,
-             settings: Settings = Settings()) -> Verdict:
+             settings: Settings = Settings(), bound_s=None) -> Verdict:
     """All the rules for a whole shot log: nearest beats for round 3, the verdicts, the tallies.
 
     ``time_s`` is on the log's clock; ``offset_s`` moves it onto the timeline's
     (timeline = time + offset). ``beats_s``: ascending 建鼓 stroke times, timeline seconds.
+    ``bound_s`` (one per shot, NaN where none; ``check --own-jie``): the stroke of the shot's own
+    shooting 节, which alone it must meet instead of the nearest of ``beats_s``.
     """
     round_ = np.asarray(round_)
     clock = np.asarray(time_s, dtype=np.float64) + float(offset_s)
@@ -258,7 +309,10 @@ def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s
     off = np.full(n, np.nan)
     r3 = round_ == 3
     beats_s = np.asarray(beats_s, dtype=np.float64)
-    if r3.any() and len(beats_s):
+    if bound_s is not None:
+        nearest[r3] = np.asarray(bound_s, dtype=np.float64)[r3]
+        off[r3] = clock[r3] - nearest[r3]
+    elif r3.any() and len(beats_s):
         _, nb = nearest_beats(clock[r3], beats_s)
         nearest[r3] = nb
         off[r3] = clock[r3] - nb
@@ -269,12 +323,13 @@ def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s
 
 
 def evaluate_shots(shots: Shots, beats_s, offset_s: float = 0.0,
-                   settings: Settings = Settings()) -> Verdict:
+                   settings: Settings = Settings(), bound_s=None) -> Verdict:
     """:func:`evaluate` on a :class:`yuexuan.check.shots.Shots`."""
     return evaluate(shots.round, shots.rank, shots.role, shots.target, shots.result, shots.pair,
-                    shots.time, beats_s, offset_s, settings)
+                    shots.time, beats_s, offset_s, settings, bound_s)
 
 
-__all__ = ["Verdict", "evaluate", "evaluate_shots", "Settings", "hou_of_pairs", "nearest_beats",
+__all__ = ["Verdict", "evaluate", "evaluate_shots", "Settings", "huo_called", "arrow_numbers",
+           "over_four", "MAX_ARROWS", "hou_of_pairs", "nearest_beats",
            "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU", "RANKS", "ROLES",
            "TARGETS", "RESULTS"]

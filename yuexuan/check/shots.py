@@ -2,7 +2,8 @@
 
 A shot log has one row per arrow: ``time`` (seconds), ``archer``, ``rank`` (公 | 宾 | 卿 | 大夫 | 士),
 ``role`` (上射 | 下射), ``target`` (the 侯 hit: 大侯 | 参 | 干; empty for a miss), ``result``
-(贯 | 离维纲 | 扬触 | 梱复 | 不中) and optionally ``pair`` and ``round`` (1 | 2 | 3; default 3).
+(贯 | 离维纲 | 扬触 | 梱复 | 着侯, or a miss: 不中 | 留 | 扬 | 方) and optionally ``pair`` and
+``round`` (1 | 2 | 3; default 3). docs/check.md gives the meaning of each value.
 :mod:`yuexuan.check.shotlog` reads the file (csv or json); this module checks every field and
 turns the columns into index arrays. Every mistake is a :class:`~yuexuan.errors.UserError`
 naming the file, the line, the row and the column.
@@ -22,11 +23,15 @@ from yuexuan.errors import UserError
 RANKS = ("公", "宾", "卿", "大夫", "士")          # most senior first
 ROLES = ("上射", "下射")
 TARGETS = ("大侯", "参", "干")
-RESULTS = ("贯", "离维纲", "扬触", "梱复", "不中")
+# 贯 … 梱复 and 不中 are the original five (indices kept); 留/扬/方 are misses with the 大射正's
+# direction (「下曰留，上曰扬，左右曰方」 [001]); 着侯 stuck in the 侯 outside the 鹄 (O21).
+RESULTS = ("贯", "离维纲", "扬触", "梱复", "不中", "留", "扬", "方", "着侯")
 MISS = RESULTS.index("不中")
+MISS_RESULTS = ("不中", "留", "扬", "方")          # touched no 侯
+MISS_CODES = tuple(RESULTS.index(r) for r in MISS_RESULTS)
 
 __all__ = ["Shots", "read_shots", "shots_from_columns", "RANKS", "ROLES", "TARGETS", "RESULTS",
-           "MISS", "FIELDS", "REQUIRED", "OPTIONAL"]
+           "MISS", "MISS_RESULTS", "MISS_CODES", "is_miss", "FIELDS", "REQUIRED", "OPTIONAL"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,11 @@ class Shots:
 
     def __len__(self) -> int:
         return len(self.time)
+
+
+def is_miss(result: np.ndarray) -> np.ndarray:
+    """Whether each result code is a miss (不中, 留, 扬, 方): no 侯 touched."""
+    return np.isin(result, MISS_CODES)
 
 
 def _vocab(names, extra=None) -> dict:
@@ -146,11 +156,12 @@ def shots_from_columns(c: Columns) -> Shots:
     result = category("result", _RESULT_V, " | ".join(RESULTS))
     rnd = category("round", _ROUND_V, "1 | 2 | 3 (empty = 3)")
     # A miss touched no 侯; any other result names the 侯 it touched.
-    incoherent = np.flatnonzero((result == MISS) != (target < 0))
+    miss = is_miss(result)
+    incoherent = np.flatnonzero(miss != (target < 0))
     if incoherent.size:
         i = int(incoherent[0])
-        if result[i] == MISS:
-            msg = f"result 不中 (a miss) but target {c.values['target'][i].strip()!r}: leave it empty"
+        if miss[i]:
+            msg = f"result {RESULTS[result[i]]} (a miss) but target {c.values['target'][i].strip()!r}: leave it empty"
         else:
             msg = f"result {RESULTS[result[i]]} needs the 侯 it touched (大侯 | 参 | 干)"
         fail(i, "target", msg)

@@ -13,10 +13,11 @@ import sys
 import numpy as np
 
 from yuexuan import atomic
-from yuexuan.check import report, shiho
+from yuexuan.check import ownjie, report, shiho
 from yuexuan.check.shots import read_shots
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
+from yuexuan.rite import variants as variants_mod
 from yuexuan.timeline import chosen_cues
 
 
@@ -48,6 +49,10 @@ def add_arguments(p) -> None:
     p.add_argument("--strict-gong", action="store_true",
                    help="hold the 公 to the drum in round 3 too (default: the cue sheet's gong_exempt "
                         "variant, which is exempt, 「不以乐志」, unless set to strict)")
+    p.add_argument("--own-jie", action="store_true",
+                   help="round 3: each arrow must meet the 建鼓 stroke of its own shooting 节 (the "
+                        "archer's n-th arrow, the stroke the timeline binds to him; 贾疏 "
+                        "「皆四节拾将乘矢」) instead of any stroke of the 射节 (default)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write to FILE (atomically) instead of standard output")
 
@@ -75,9 +80,10 @@ def run(args) -> int:
         raise UserError(f"--tolerance must be ≥ 0 seconds, not {tolerance}")
     offset = _finite("--offset", args.offset)
     shots = read_shots(args.shots)          # the cheap check first
-    timeline = read_timeline(args.cues, "check", source=data_source(args))
+    source = data_source(args)
+    timeline = read_timeline(args.cues, "check", source=source)
     plan, cue_ids = shejie_beats(timeline, args.cue)
-    drum = None
+    drum = alignment = None
     beats = plan
     if args.beats_from:
         from yuexuan.check import onsets
@@ -92,20 +98,36 @@ def run(args) -> int:
                         file=args.cues)
     # the cue sheet's gong_exempt variant (O20) decides unless --strict-gong overrides it
     sheet_exempt = timeline.ceremony.variants.get("gong_exempt", "郑玄") != "strict"
-    settings = shiho.Settings(tolerance_s=tolerance, gong_exempt=sheet_exempt and not args.strict_gong)
-    verdict = shiho.evaluate_shots(shots, beats, offset, settings)
+    # O21: the 公's 着侯, as the cue sheet's gong_outside_hu variant says (its default if unset)
+    outside = variants_mod.effect(variants_mod.load(source=source), timeline.ceremony.variants,
+                                  "gong_outside_hu")["counted"]
+    settings = shiho.Settings(tolerance_s=tolerance, gong_exempt=sheet_exempt and not args.strict_gong,
+                              gong_outside_hu=outside)
+    bound = None
+    if args.own_jie:
+        bound = ownjie.own_strokes(timeline.beats, cue_ids, shots.round, shots.archers,
+                                   shots.time + offset)
+        if alignment is not None:
+            bound = ownjie.live_strokes(bound, plan, alignment)
+    verdict = shiho.evaluate_shots(shots, beats, offset, settings, bound)
+    warnings = [f"{a} looses {n} arrows in round {r}; an archer has four (乘矢)"
+                for r, a, n in shiho.over_four(shots.round, shots.archers)]
+    for w in warnings:
+        print(f"yuexuan check: warning: {w}", file=sys.stderr)
     meta = {"cues": str(args.cues), "shots": str(args.shots), "shejie_cues": cue_ids,
             "beats": int(len(beats)), "beats_from": "recording" if drum else "timeline",
             "tolerance_s": tolerance, "offset_s": offset,
-            "gong_exempt_in_round_3": settings.gong_exempt}
+            "gong_exempt_in_round_3": settings.gong_exempt,
+            "strokes": "own 节" if args.own_jie else "any",
+            "gong_outside_hu_counted": settings.gong_outside_hu}
     if args.format == "json":
-        text = report.render_json(shots, verdict, meta, drum)
+        text = report.render_json(shots, verdict, meta, drum, warnings)
     elif args.format == "csv":
         text = report.render_csv(shots, verdict)
         for line in report.tally_lines(verdict) + ([report.drum_summary(drum)] if drum else []):
             print(line, file=sys.stderr)
     else:
-        text = report.render_table(shots, verdict, meta, drum)
+        text = report.render_table(shots, verdict, meta, drum, warnings)
     if args.output:
         atomic.write_text(args.output, text)
     else:

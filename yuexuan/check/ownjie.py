@@ -1,0 +1,44 @@
+"""The stroke each round-3 arrow must meet under the 贾疏 reading (``check --own-jie``).
+
+贾疏 「诸侯七节者三节先以听…皆四节拾将乘矢」: a pair hears the first 节 and looses its eight
+arrows in the last four, one arrow of each archer per shooting 节 (乡射 郑注 「一节之间当拾发」,
+OUTSIDE). So an archer's n-th arrow belongs to the 建鼓 stroke the timeline binds to him and to
+arrow n (:class:`yuexuan.timeline.Beat` ``archer``/``arrow``), and only that stroke counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from yuexuan.check.shiho import arrow_numbers
+
+
+def own_strokes(beats, cue_ids, round_, archers: list, time_s) -> np.ndarray:
+    """The planned stroke (timeline s) bound to each shot: the shooting Beat of one of ``cue_ids``
+    whose ``archer`` is the shot's archer and whose ``arrow`` is the shot's number among that
+    archer's shots of the round (:func:`~yuexuan.check.shiho.arrow_numbers`); NaN where the
+    timeline has none (an archer not in the roster, a fifth arrow) or outside round 3."""
+    wanted = set(cue_ids)
+    bound = {}
+    for b in beats:                                     # a few hundred strokes: a dict is enough
+        if b.shoot and b.cue in wanted and b.archer is not None:
+            bound.setdefault((b.archer, b.arrow), b.time)
+    numbers = arrow_numbers(round_, archers, time_s).tolist()
+    out = np.fromiter((bound.get((a, n), np.nan) for a, n in zip(archers, numbers)),
+                      dtype=np.float64, count=len(archers))
+    out[np.asarray(round_) != 3] = np.nan
+    return out
+
+
+def live_strokes(planned_s: np.ndarray, plan: np.ndarray, alignment) -> np.ndarray:
+    """``planned_s`` (strokes of ``plan``, timeline s) moved to the live stroke matched to each
+    (``--beats-from``); NaN where the drummer's stroke was not found."""
+    live_of_plan = np.full(len(plan), np.nan)
+    live_of_plan[alignment.plan_index] = alignment.live_s[alignment.live_index]
+    out = np.full(len(planned_s), np.nan)
+    known = ~np.isnan(planned_s)
+    idx = np.clip(np.searchsorted(plan, planned_s[known]), 0, max(len(plan) - 1, 0))
+    exact = plan[idx] == planned_s[known] if len(plan) else np.zeros(0, dtype=bool)
+    vals = np.where(exact, live_of_plan[idx] if len(plan) else np.nan, np.nan)
+    out[known] = vals
+    return out
