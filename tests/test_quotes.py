@@ -12,10 +12,13 @@ Which seed a quote claims (the rule):
 * A text is cut into *citations*: at ``;`` and ``；`` outside quotes, and at line ends (in Markdown
   at paragraph ends instead: blank lines, headings, list items and table rows, whose ``|`` cells
   are citations of their own; a wrapped line goes on the same citation).
-* A quote 「…」 in a citation takes the first tag ``[000]``…``[004]`` AFTER it in that citation
-  (``「…」 [001]``; ``「A」，「B」 [001]`` tags both), or, with none after it, the last tag BEFORE it
-  (``郑 [000]「…」``). A citation without a tag names no seed: its quotes are not checked (OUTSIDE
-  and untagged sayings).
+* A quote 「…」 in a citation takes, of the tags ``[000]``…``[004]`` of that citation:
+  (a) the tag right after it, with only spaces, punctuation and other quotes between
+  (``「…」 [001]``, ``「…」, [004]``; ``「A」，「B」 [001]`` tags both); else
+  (b) the last tag before it (``郑 [000] 「…」``, ``盛 [004]: 「…」: prose (「B」 [001])`` gives
+  the first quote [004], 「B」 [001]); else
+  (c) the first tag after it (``「A」 and 「B」 [001]``).
+  A citation without a tag names no seed: its quotes are not checked (OUTSIDE and untagged sayings).
 * A quote that is only ``…`` (a placeholder) is skipped.
 
 How a quote is found: quote and seed are compared without punctuation (Chinese and ASCII), spaces
@@ -115,9 +118,10 @@ def tagged_quotes(citation: str) -> list:
     tags = [(m.start(), m.group(1)) for m in _TAG.finditer(citation)]
     out = []
     for m in _QUOTE.finditer(citation):
-        after = [t for pos, t in tags if pos >= m.end()]
+        after = [(pos, t) for pos, t in tags if pos >= m.end()]
         before = [t for pos, t in tags if pos < m.start()]
-        tag = after[0] if after else (before[-1] if before else None)
+        right_after = after and not normalise(_QUOTE.sub("", citation[m.end():after[0][0]]))
+        tag = after[0][1] if right_after else before[-1] if before else after[0][1] if after else None
         if tag is not None:
             out.append((m.group(1), tag))
     return out
@@ -196,6 +200,11 @@ def test_the_tag_after_a_quote_else_the_one_before_within_a_citation():
     assert tagged_quotes("郑 [000]「甲」") == [("甲", "000")]
     assert tagged_quotes("「甲」，「乙」 [004]") == [("甲", "004"), ("乙", "004")]
     assert tagged_quotes("郑 「甲」 (OUTSIDE)") == []
+    assert tagged_quotes("盛 [004] 「甲」: prose (「乙」 [001])") == [("甲", "004"), ("乙", "001")]
+    assert tagged_quotes("「甲」 and 「乙」 [001]") == [("甲", "001"), ("乙", "001")]
+    assert tagged_quotes("郑 [000] 「甲」 「乙」, [002]") == [("甲", "002"), ("乙", "002")]
+    assert [q for c in citations("郑 [000] 「甲」; 「乙」, [002]", markdown=False)
+            for q in tagged_quotes(c)] == [("甲", "000"), ("乙", "002")]
     cits = citations("「甲」 [001]; 郑 「乙」; 「丙」 [000]", markdown=False)
     assert [tagged_quotes(c) for c in cits] == [[("甲", "001")], [], [("丙", "000")]]
     # a ; inside a quote does not cut the citation

@@ -49,6 +49,8 @@ class Cue:
     # metrical step of the cue's own music, s: one quarter note of the MIDI tempo map, the MusicXML
     # metronome and the live MIDI clock (docs/timeline.md, "beat_s"; required in the JSON)
     beat_s: float = 1.0
+    # the later source of a melody that is not a Zhou tune (e.g. the Song 风雅十二诗谱); "" for none
+    later_source: str = ""
 
 
 @dataclass(frozen=True)

@@ -48,15 +48,25 @@ def chapters(timeline: Timeline, duration_s: float) -> list:
     return out
 
 
+def later_source_line(cue: Cue) -> str:
+    """The caption line telling a listener that the cue's melody is from a later source, not a Zhou
+    tune ('' when it has none)."""
+    if not cue.later_source:
+        return ""
+    return f"后世之谱，非周乐 · melody: {_one_line(cue.later_source)}, not a Zhou tune"
+
+
 def vtt_text(rows) -> str:
     """WebVTT chapters from (start s, end s, cue) rows: one cue per ritual cue (piece · ritual
-    moment, then the quoted source, then the gloss)."""
+    moment, then the melody's later source if it has one, the quoted source, the gloss)."""
     lines = ["WEBVTT", "", "NOTE chapters of the rendered rite: piece, ritual moment, source", ""]
     for k, (a, b, c) in enumerate(rows, start=1):
         title = _one_line(c.piece)
         if c.starts_when:
             title += f" · {_one_line(c.starts_when)}"
         lines += [f"{k} {c.id}", f"{_vtt_time(a)} --> {_vtt_time(max(b, a + 0.001))}", title]
+        if c.later_source:
+            lines.append(later_source_line(c))
         if c.source:
             lines.append(_one_line(c.source))
         if c.gloss:
@@ -80,6 +90,8 @@ def cue_text(rows, audio_name: str, title: str) -> str:
             lines.append(f'    REM MOMENT "{q(c.starts_when)}"')
         if c.source:
             lines.append(f'    REM SOURCE "{q(c.source)}"')
+        if c.later_source:
+            lines.append(f'    REM MELODY "{q(c.later_source)} (a later source, not a Zhou tune)"')
         lines.append(f"    INDEX 01 {_cue_time(frames / 75)}")
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder
+from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_facts, voice_offsets
 from yuexuan.compiler.calls import calls_cue
 from yuexuan.compiler.music import music_cue
 from yuexuan.compiler.shooting import shejie_cue, shoot_cue
@@ -36,8 +36,9 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
                 raise unknown_cue(cid, known, key="--cues", file=sheet.file)
         specs = [c for c in specs if c.id in set(select)]
     rank = ranks[sheet.rank]
-    b = Builder(sheet, insts, rank.sides,
-                 variants_mod.effect(vdefs, sheet.variants, "jiangu_bei")["struck"])
+    voices = gong_voices(vdefs, sheet.variants, sheet.rank)
+    b = Builder(sheet, insts, rank, variants_mod.effect(vdefs, sheet.variants, "jiangu_bei")["struck"],
+                voice_offsets(voices, insts))
     cues, t = [], 0.0
     for n, spec in enumerate(specs):
         if n:
@@ -54,7 +55,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
         names = {x.instrument for x in b.notes[first_note:]}
         used = tuple(i for i in insts if i in names)
         recon = spec.reconstruction if spec.reconstruction is not None else placed.reconstruction
-        cues.append(Cue(spec.id, spec.piece, spec.action, t, placed.end, used, recon, spec.source,
+        source = f"{spec.source}; {placed.source}" if placed.source else spec.source
+        cues.append(Cue(spec.id, placed.piece or spec.piece, spec.action, t, placed.end, used, recon, source,
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
                         spec.gloss, tuple(placed.phrases), placed.beat_s))
         t = placed.end
@@ -66,7 +68,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     notes = tuple(sorted(b.notes, key=lambda x: (x.time, order[x.instrument], x.midi)))
     beats = tuple(sorted(b.beats, key=lambda x: x.time))
     ceremony = Ceremony(sheet.name, sheet.rank, rank.suspension, sheet.huangzhong_hz, dict(sheet.variants))
-    facts = {name: i.facts() for name, i in insts.items()}
+    facts = {name: rank_facts(i, voices) for name, i in insts.items() if b.present(i)}
     return Timeline(ceremony, tuple(cues), notes, beats, facts), b.warnings
 
 

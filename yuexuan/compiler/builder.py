@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from yuexuan.errors import UserError
-from yuexuan.rite import cuesheet
+from yuexuan.rite import cuesheet, variants as variants_mod
+from yuexuan.rite.suspension import Rank
 from yuexuan.rite.tuning import Pitch, hz_to_midi
 from yuexuan.timeline import Note
 
@@ -21,6 +23,7 @@ CALL_STEP_S = 0.5         # beat_s of a calls cue: the 去侯 calls start (0, 5 
 MAX_NOTES = 5_000_000     # refuse to build more sounded events than this (memory guard)
 MAX_TIMELINE_S = 24 * 3600.0   # a compiled selection may last at most a day
 
+HUNG_SIDES = ("东", "西", "北", "南")    # the 县 sides a rank may hang (rite/suspension.toml)
 VELOCITY = {"melody": 84, "phrase_accent": 12, "建鼓": 104, "鼙": 88, "鼗": 80, "鑮": 96}
 
 
@@ -31,6 +34,8 @@ class Placed(NamedTuple):
     phrases: list             # phrase start times, s
     beat_s: float             # the cue's metrical step, s (docs/timeline.md, "beat_s")
     reconstruction: bool = False
+    piece: str | None = None  # the piece sounded, when not the cue's own (the rank's 射节 piece)
+    source: str = ""          # the source of that piece, added to the cue's
 
 
 @dataclass
@@ -39,12 +44,20 @@ class Builder:
 
     sheet: cuesheet.CueSheet
     insts: dict
-    sides: tuple
+    rank: Rank               # the sheet's rank: what it hangs, its substitutes (rite/suspension.toml)
     bei_struck: bool
+    voice_offsets: dict = field(default_factory=dict)   # instrument name -> velocity offset (O32)
     notes: list = field(default_factory=list)
     beats: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     _pitch_facts: dict = field(default_factory=dict)   # sounding Pitch -> (hz, midi, cents, name)
+    logged_rounds: frozenset = frozenset()   # rounds a shot log (--shots) covers: compiler/logged.py
+    rest_outside: frozenset = frozenset()    # instruments a variant narrowed (O11, O12): they rest on other notes
+
+    def strings_decide(self, round_: int) -> bool:
+        """Whether the cue sheet's ``hits`` strings make the calls of ``round_`` (no shot log
+        covers it)."""
+        return round_ not in self.logged_rounds
 
     def pitch_facts(self, sounding: Pitch) -> tuple:
         """(Hz, MIDI key, cents, name) of a sounding pitch, computed once per pitch."""
@@ -55,25 +68,47 @@ class Builder:
             facts = self._pitch_facts[sounding] = (hz, midi, cents, sounding.name)
         return facts
 
+    @property
+    def sides(self) -> tuple:
+        return self.rank.sides
+
+    def present(self, inst) -> bool:
+        """Is ``inst`` there at the rank: hung on one of its sides (rite/suspension.toml), or not a
+        hung instrument at all (堂上, 堂下, 侯)."""
+        return inst.xian not in HUNG_SIDES or inst.name in self.rank.instruments
+
     def available(self, inst) -> bool:
-        if inst.xian in ("东", "西", "北", "南") and inst.xian not in self.sides:
+        """Is ``inst`` present and sounding: 建鼓·北 only when struck (O10)."""
+        if not self.present(inst):
             return False
         if inst.kind == "建鼓" and inst.xian == "北" and not self.bei_struck:
             return False
         return True
 
-    def resolve(self, tokens, cue_sides=None) -> list:
-        """Instrument names or kinds → available instruments (layout order, no repeats)."""
+    def _present(self, tokens, cue_sides=None) -> list:
+        """Available instruments named or of the kinds in ``tokens``; kinds only on ``cue_sides``."""
         out = []
         for tok in tokens:
             if tok in self.insts:
                 cand = [self.insts[tok]]
             else:
                 cand = [i for i in self.insts.values() if i.kind == tok and
-                        (cue_sides is None or i.xian in cue_sides or i.xian not in ("东", "西", "北", "南"))]
-            for i in cand:
-                if self.available(i) and i not in out:
-                    out.append(i)
+                        (cue_sides is None or i.xian in cue_sides or i.xian not in HUNG_SIDES)]
+            out.extend(i for i in cand if self.available(i) and i not in out)
+        return out
+
+    def resolve(self, tokens, cue_sides=None, substitute: bool = True) -> list:
+        """Instrument names or kinds → available instruments (layout order, no repeats). A token the
+        rank lacks is replaced by the rank's substitute for it (rite/suspension.toml ``[[substitute]]``)
+        unless ``substitute`` is false."""
+        out = []
+        for tok in tokens:
+            found = self._present([tok], cue_sides)
+            if not found and substitute:
+                row = self.rank.substitute(tok, self.insts[tok].kind if tok in self.insts else None)
+                if row is not None:
+                    found = self._present(row.use)
+            out.extend(i for i in found if i not in out)
         order = list(self.insts)
         return sorted(out, key=lambda i: order.index(i.name))
 
@@ -84,7 +119,7 @@ class Builder:
         if len(self.notes) >= MAX_NOTES:
             raise UserError(f"the compiled ceremony exceeds {MAX_NOTES} sounded events; shorten the cue "
                             "sheet (open-ended lengths, roster size)", file=self.sheet.file, line=spec.line)
-        velocity = max(1, min(127, int(velocity)))
+        velocity = max(1, min(127, int(velocity) + self.voice_offsets.get(inst.name, 0)))
         if spoken or not inst.pitched:
             drum_key = inst.gm_drum_key if inst.gm_drum_key is not None else SPOKEN_KEY
             self.notes.append(Note(t, dur, inst.name, spec.id, drum_key, None, velocity, lyric=lyric))
@@ -92,6 +127,8 @@ class Builder:
         if pitch is None:
             pitch = inst.pitch_set[0]
         elif not inst.can_sound(pitch):
+            if inst.name in self.rest_outside:
+                return            # a narrowed set rests on a note outside it (rite/variants.toml)
             raise UserError(f"cue {spec.id!r}: {inst.name} cannot sound {pitch.name} (its pitch set: "
                             f"{' '.join(p.name for p in inst.pitch_set)}; see {inst.file})",
                             file=self.sheet.file, line=spec.line, key=key)
@@ -101,3 +138,24 @@ class Builder:
             raise UserError(f"cue {spec.id!r}: {inst.name} {sounding.name} = {hz:.1f} Hz is outside the MIDI "
                             "range; check huangzhong_hz", file=self.sheet.file, key="ceremony.huangzhong_hz")
         self.notes.append(Note(t, dur, inst.name, spec.id, midi, hz, velocity, name, cents, lyric))
+
+
+def gong_voices(vdefs: dict, chosen: dict, rank: str) -> dict:
+    """{instrument name: number of players} of the 工 at ``rank`` under O32 (variant gong_size)."""
+    if "gong_size" not in vdefs:
+        return {}
+    return dict(variants_mod.effect(vdefs, chosen, "gong_size").get(rank, {}))
+
+
+def voice_offsets(voices: dict, insts: dict) -> dict:
+    """Velocity offset of each voiced instrument: 8 steps per doubling of its players over the
+    number its file gives (6 歌, 4 瑟); an assumption of ours, documented in rite/variants.toml."""
+    return {name: round(8 * math.log2(n / insts[name].count)) for name, n in voices.items() if name in insts}
+
+
+def rank_facts(inst, voices: dict) -> dict:
+    """The timeline's facts of ``inst``, its ``count`` the rank's number of players (O32)."""
+    facts = inst.facts()
+    if inst.name in voices:
+        facts["count"] = int(voices[inst.name])
+    return facts

@@ -38,10 +38,14 @@ def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: di
                         f"{shoot_jie} shooting 节", file=sheet.file,
                         key="shejie.heard_jie" if sj.heard_jie is not None else "variants.shejie")
     per_pair = heard + shoot_jie
-    piece = pieces[spec.piece]
+    title, rank_source = shejie_piece(b, spec, ranks[sheet.rank], pieces)
+    piece = pieces[title]
     tune = piece.notes()
     sides = cue_sides(spec, sheet, vdefs)
     melody = b.resolve(spec.melody, sides)
+    if not melody:
+        b.warnings.append(f"cue {spec.id!r}: no melody instrument is hung for a {sheet.rank} "
+                          f"({b.sides}); the cue is silent")
     shuo, ying = b.resolve(["朔鼙"]), b.resolve(["应鼙"])
     strikers = b.resolve(["建鼓", "鑮"])
     if not any(i.kind == "建鼓" for i in strikers):
@@ -81,4 +85,20 @@ def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: di
                            VELOCITY["melody"] + (VELOCITY["phrase_accent"] if s == 0 else 0),
                            lyric=word if inst.family == "voice" else None)
             g += 1
-    return Placed(t0 + g * J, phrases, J / spj, piece.reconstruction)
+    return Placed(t0 + g * J, phrases, J / spj, piece.reconstruction, title, rank_source)
+
+
+def shejie_piece(b: Builder, spec, rank, pieces) -> tuple:
+    """(title, source) of the 射节 piece: the rank's (礼记·射义, rite/suspension.toml) when the cue
+    names none; the cue's own when it names one (a scholar's choice), with a warning naming the
+    rank's own when they differ."""
+    if spec.piece is None:
+        if rank.shejie_piece not in pieces:
+            raise UserError(f"cue {spec.id!r}: the {rank.rank}'s 射节 piece {rank.shejie_piece!r} "
+                            "(rite/suspension.toml) is not among the pieces", file=b.sheet.file,
+                            line=spec.line, key="ceremony.rank")
+        return rank.shejie_piece, rank.shejie_source
+    if spec.piece != rank.shejie_piece:
+        b.warnings.append(f"cue {spec.id!r}: a {rank.rank} shoots to {rank.shejie_piece} "
+                          f"({rank.shejie_source}); this sheet names {spec.piece}, which is played")
+    return spec.piece, ""

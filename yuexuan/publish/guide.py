@@ -59,6 +59,9 @@ def _cue_items(timeline: Timeline) -> str:
         act = ACTION_EN.get(c.action, "")
         badge = ('<span class="badge" title="a modern reconstruction">重构 '
                  '<span lang="en">reconstruction</span></span>' if c.reconstruction else "")
+        if c.later_source:
+            badge += (' <span class="badge later" title="melody from a later source, not a Zhou tune">'
+                      f'后世谱 <span lang="en">later melody:</span> {e(c.later_source)}</span>')
         moment = f'<span class="moment" lang="zh">{e(c.starts_when)}</span>' if c.starts_when else ""
         gloss = f'<span class="gloss" lang="en">{e(c.gloss)}</span>' if c.gloss else ""
         items.append(

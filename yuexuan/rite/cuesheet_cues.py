@@ -51,8 +51,9 @@ def cues(top: Fields, known: Known) -> tuple:
 def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
     """One ``[[cue]]`` table (its id already checked)."""
     kind = cf.get("kind", str, "music", choices=CUE_KINDS)
-    piece = cf.get("piece", str)
-    if kind in ("music", "shejie") and piece not in known.pieces:
+    # a 射节 cue may leave its piece to the rank (rite/suspension.toml shejie_piece, 礼记·射义)
+    piece = cf.get("piece", str, None if kind == "shejie" else ...)
+    if kind in ("music", "shejie") and piece is not None and piece not in known.pieces:
         raise cf.error("piece", f"unknown piece {piece!r}; expected one of: {', '.join(sorted(known.pieces))}")
     melody, jie, intro = (_instrument_names(cf, key, known.instruments) for key in ("melody", "jie", "intro"))
     xian, xian_variant = _xian(cf, known.vdefs)

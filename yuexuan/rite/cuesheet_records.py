@@ -58,7 +58,7 @@ class Call:
 @dataclass(frozen=True)
 class CueSpec:
     id: str
-    piece: str
+    piece: str | None         # None: a 射节 cue whose piece the rank supplies
     action: str
     kind: str
     source: str

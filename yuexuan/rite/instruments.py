@@ -12,7 +12,7 @@ from yuexuan.rite.tuning import Pitch, parse_pitch
 
 FAMILIES = ("bell", "stone", "drum", "string", "pipe", "voice")
 KINDS = ("磬", "钟", "鑮", "建鼓", "鼙", "鼗", "簜", "瑟", "歌", "呼")
-XIAN = ("东", "西", "北", "南", "堂上", "侯")
+XIAN = ("东", "西", "北", "南", "堂下", "堂上", "侯")   # 堂下: at the 堂's foot, not hung (the 簜)
 SUSPENSIONS = ("编悬", "特悬")
 _KEYS = {"name", "pinyin", "english", "family", "kind", "xian", "suspension", "count", "pitched",
          "octave", "pitch_set", "gm_program", "gm_drum_key", "facing", "position_m", "source",
@@ -28,7 +28,7 @@ class Instrument:
     english: str
     family: str                # bell | stone | drum | string | pipe | voice
     kind: str                  # its role in a 县: 磬 钟 鑮 建鼓 鼙 鼗 簜 瑟 歌 呼
-    xian: str                  # 东 | 西 | 北 | 堂上 | 侯
+    xian: str                  # 东 | 西 | 北 | 南 (hung sides) | 堂下 | 堂上 | 侯
     position_m: tuple          # (x east, y north, z up), metres, rite/courtyard.toml frame
     facing: str
     source: str

@@ -3,6 +3,10 @@
 A stanza is either ``lv`` + ``gongche`` (the 风雅十二诗谱 as 熊朋来 writes it: the 律 line gives the pitch
 class, the 工尺 line the octave) or ``pitches`` (space-separated pitch names such as 黄 太清, used for
 reconstructions). ``words``, when present, has one character per note.
+
+``reconstruction`` marks a melody of ours (a lost piece); ``later_source`` names the later source of
+a melody that survives only from after the Zhou (the Song 风雅十二诗谱, 熊朋来's Yuan 瑟谱), so that no
+output passes it as a Zhou tune.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from yuexuan.rite.tuning import LV, Pitch, parse_pitch
 GONGCHE = {"合": ("黄", 0), "四": ("大太", 0), "一": ("夹姑", 0), "上": ("仲", 0), "勾": ("蕤", 0),
            "尺": ("林", 0), "工": ("夷南", 0), "凡": ("无应", 0), "六": ("黄", 1), "五": ("大太夹", 1)}
 _KEYS = {"title", "pinyin", "english", "mode", "reconstruction", "phrase_syllables", "source",
-         "stanza", "correction"}
+         "stanza", "correction", "later_source"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class Piece:
     phrase_syllables: int
     stanzas: tuple            # of tuples of (Pitch, syllable or None)
     file: str = ""
+    later_source: str = ""    # e.g. "宋 风雅十二诗谱 (…)"; "" for none (module docstring)
 
     def notes(self) -> list:
         """All (Pitch, syllable) pairs, stanza after stanza."""
@@ -86,7 +91,8 @@ def load_piece(path: str | Path) -> Piece:
     return Piece(title=f.get("title", str), english=f.get("english", str, ""), mode=f.get("mode", str, ""),
                  reconstruction=f.get("reconstruction", bool), source=f.get("source", str),
                  phrase_syllables=f.get("phrase_syllables", int, 4, lo=1, hi=64),
-                 stanzas=tuple(stanzas), file=str(path))
+                 stanzas=tuple(stanzas), file=str(path),
+                 later_source=f.get("later_source", str, "").strip())
 
 
 def load_all(source: DataSource = DataSource()) -> dict:
