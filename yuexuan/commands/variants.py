@@ -2,20 +2,49 @@
 
 from __future__ import annotations
 
+import re
+
 from yuexuan.commands.common import data_source
 from yuexuan.rite import variants
+
+O_NUMBER = re.compile(r"\bO(\d+)\b")
 
 
 def add_arguments(p) -> None:
     pass
 
 
-def run(args) -> int:
-    for key, v in variants.load(source=data_source(args)).items():
-        print(f"{key}  — {v['question']}")
+def _data(opt: dict) -> str:
+    """An option's effect data (all but its source) on one line, e.g. ``cue = {melody = 磬}``."""
+    def show(v):
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k} = {show(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, list):
+            return " ".join(map(show, v)) or "none"
+        return str(v).lower() if isinstance(v, bool) else str(v)
+    return "; ".join(f"{k} = {show(v)}" for k, v in opt.items() if k != "source")
+
+
+def listing(defs: dict) -> list:
+    """The lines of ``yuexuan variants`` for the variant tables ``defs`` (rite/variants.toml)."""
+    lines = []
+    for key, v in defs.items():
+        lines.append(f"{key}  — {v['question']}")
+        if v.get("effect"):
+            lines.append(f"    effect: {v['effect']}" + (f" (cues {', '.join(v['cues'])})" if v.get("cues") else ""))
         for name, opt in v["options"].items():
             mark = "*" if name == v["default"] else " "
-            print(f"  {mark} {name}: {opt['source']}")
-        print()
-    print("* = default. Set them in the cue sheet's [variants] table, e.g.  luming_sanzhong = \"敖继公\"")
+            lines.append(f"  {mark} {name}: {opt['source']}")
+            if _data(opt):
+                lines.append(f"        → {_data(opt)}")
+        lines.append("")
+    numbers = sorted({int(n) for v in defs.values() for n in O_NUMBER.findall(v["question"].split(":")[0])})
+    lines.append(f"{len(numbers)} open questions of ceremony.md §6 are settings: "
+                 + " ".join(f"O{n}" for n in numbers))
+    lines.append("* = default. Set them in the cue sheet's [variants] table, e.g.  luming_sanzhong = \"敖继公\"")
+    return lines
+
+
+def run(args) -> int:
+    print("\n".join(listing(variants.load(source=data_source(args)))))
     return 0

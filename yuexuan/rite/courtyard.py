@@ -44,6 +44,17 @@ class Listener:
 
 
 @dataclass(frozen=True)
+class Houdao:
+    """One reading of where the 侯道 is measured from (variant O24)."""
+    name: str                  # the commentator (郑玄, 敖继公)
+    venue: str                 # 郊 | 公宫
+    zhong: str                 # the tally holder of that venue (闾中, 皮树中)
+    measured_from: str         # 堂 | 物
+    origin_y_m: float          # y of the origin, metres (the targets in the file are for y = 0)
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Courtyard:
     tang_x_m: tuple            # the 堂's (west, east) edges, metres
     tang_y_m: tuple            # its (south, north) edges, metres
@@ -51,6 +62,7 @@ class Courtyard:
     landmarks: tuple           # Place …
     targets: tuple             # Target …
     listeners: tuple           # Listener …
+    houdao: Houdao | None = None   # the geometry the targets are placed by (O24)
 
     def seats(self) -> dict:
         """The listener seats by name (宾, 公, 中庭): the renderer's ``listener_table``."""
@@ -78,8 +90,27 @@ def _listeners(top: tomlfile.Fields) -> tuple:
     return tuple(out.values())
 
 
-def load(path: str | Path | None = None, source: DataSource = DataSource()) -> Courtyard:
-    """Read ``path`` (default rite/courtyard.toml of ``source``)."""
+def _houdao(top: tomlfile.Fields, name: str | None) -> Houdao | None:
+    """The ``[[houdao]]`` table named ``name`` (default: ``default_houdao``); None if the file has none."""
+    rows = {f.get("name", str): f for f in top.tables("houdao", [])}
+    if not rows:
+        return None
+    name = name or top.get("default_houdao", str, next(iter(rows)))
+    if name not in rows:
+        raise top.error("houdao", f"no [[houdao]] named {name!r}; expected one of: {', '.join(rows)}")
+    f = rows[name]
+    return Houdao(name, f.get("venue", str), f.get("zhong", str, ""), f.get("measured_from", str),
+                  f.get("origin_y_m", float), f.get("source", str, ""))
+
+
+def _moved(p: tuple, dy_m: float) -> tuple:
+    return (p[0], p[1] + dy_m, p[2])
+
+
+def load(path: str | Path | None = None, source: DataSource = DataSource(),
+         houdao: str | None = None) -> Courtyard:
+    """Read ``path`` (default rite/courtyard.toml of ``source``), its targets placed by the
+    ``[[houdao]]`` reading ``houdao`` (variant O24; default: the file's ``default_houdao``)."""
     path = Path(path) if path else source.path("rite", "courtyard.toml")
     doc, text = tomlfile.load(path)
     top = tomlfile.Fields(doc, str(path), text, "")
@@ -87,10 +118,14 @@ def load(path: str | Path | None = None, source: DataSource = DataSource()) -> C
     tang_x_m, tang_y_m = (_metres(tang, key, 2, "[min, max]") for key in ("x_m", "y_m"))
     landmarks = tuple(Place(f.get("name", str), f.get("english", str, ""), _metres(f, "position_m"),
                             f.get("source", str, "")) for f in top.tables("landmark", []))
+    geometry = _houdao(top, houdao)
+    dy_m = geometry.origin_y_m if geometry else 0.0
     targets = tuple(Target(f.get("name", str), f.get("pinyin", str, ""), f.get("english", str, ""),
-                           f.get("distance_bu", float), _metres(f, "position_m"), _metres(f, "fa_m"))
+                           f.get("distance_bu", float), _moved(_metres(f, "position_m"), dy_m),
+                           _moved(_metres(f, "fa_m"), dy_m))
                     for f in top.tables("target", []))
-    return Courtyard(tang_x_m, tang_y_m, top.get("bu_m", float, 1.386), landmarks, targets, _listeners(top))
+    return Courtyard(tang_x_m, tang_y_m, top.get("bu_m", float, 1.386), landmarks, targets, _listeners(top),
+                     geometry)
 
 
 def listeners(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:

@@ -1,11 +1,22 @@
-"""The commentators' variants as settings (rite/variants.toml)."""
+"""The commentators' variants as settings (rite/variants.toml).
+
+Besides the effect tables each compiler part reads by key (:func:`effect`), an option may carry
+generic effects, applied here as pure functions over the parsed data (header of rite/variants.toml):
+``cue`` (fields set on the cues a variant names in ``cues``), ``drop_cues``, ``facts`` (instrument
+facts replaced), ``hou_shift_m`` (moves the callers at the 侯) and ``roster`` (a group's rank).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
+from yuexuan.rite.tuning import parse_pitch
+
+CUE_FIELDS = ("piece", "melody", "jie", "intro", "default_seconds", "ends_when")
+FACT_FIELDS = ("position_m", "pitch_set", "count", "suspension")
 
 
 def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
@@ -19,3 +30,65 @@ def effect(variants: dict, chosen: dict, key: str) -> dict:
     """The effect table of the option chosen for ``key`` (the default when not chosen)."""
     v = variants[key]
     return v["options"][chosen.get(key, v["default"])]
+
+
+def _chosen_effects(variants: dict, chosen: dict):
+    """(key, effect table) of every variant, in file order."""
+    return ((key, effect(variants, chosen, key)) for key in variants)
+
+
+def cue_fields(variants: dict, chosen: dict, cue_id: str) -> dict:
+    """The cue fields (:data:`CUE_FIELDS`) the chosen options set on cue ``cue_id``."""
+    out = {}
+    for key, eff in _chosen_effects(variants, chosen):
+        if cue_id in variants[key].get("cues", ()):
+            out.update({k: tuple(v) if isinstance(v, list) else v for k, v in eff.get("cue", {}).items()
+                        if k in CUE_FIELDS})
+    return out
+
+
+def apply_to_cue(variants: dict, chosen: dict, spec):
+    """``spec`` (a CueSpec) with the fields the chosen options set on it."""
+    fields = cue_fields(variants, chosen, spec.id)
+    return dataclasses.replace(spec, **fields) if fields else spec
+
+
+def dropped_cues(variants: dict, chosen: dict) -> frozenset:
+    """Cue ids the chosen options leave out of the timeline (``drop_cues``)."""
+    return frozenset(cid for _, eff in _chosen_effects(variants, chosen) for cid in eff.get("drop_cues", ()))
+
+
+def apply_to_instruments(variants: dict, chosen: dict, insts: dict) -> tuple:
+    """(instruments with the chosen ``facts`` and ``hou_shift_m`` applied, names of those whose pitch
+    set a variant narrowed — they rest on notes outside it). ``insts`` is not changed."""
+    out, narrowed = dict(insts), set()
+    for _, eff in _chosen_effects(variants, chosen):
+        for name, facts in eff.get("facts", {}).items():
+            if name not in out:
+                continue          # an instrument a --data folder leaves out
+            new = {k: v for k, v in facts.items() if k in FACT_FIELDS}
+            if "position_m" in new:
+                new["position_m"] = tuple(float(a) for a in new["position_m"])
+            if "pitch_set" in new:
+                new["pitch_set"] = tuple(parse_pitch(p) for p in new["pitch_set"])
+                narrowed.add(name)
+            out[name] = dataclasses.replace(out[name], **new)
+        shift = eff.get("hou_shift_m")
+        if shift and any(shift):
+            for name, inst in out.items():
+                if inst.xian == "侯":
+                    out[name] = dataclasses.replace(
+                        inst, position_m=tuple(p + d for p, d in zip(inst.position_m, shift)))
+    return out, frozenset(narrowed)
+
+
+def apply_to_pairs(variants: dict, chosen: dict, pairs: tuple) -> tuple:
+    """``pairs`` with the ranks the chosen ``roster`` options give their groups."""
+    for _, eff in _chosen_effects(variants, chosen):
+        ro = eff.get("roster")
+        if not ro:
+            continue
+        pairs = tuple(dataclasses.replace(p, upper=dataclasses.replace(p.upper, rank=ro["rank"]),
+                                          lower=dataclasses.replace(p.lower, rank=ro["rank"]))
+                      if p.group == ro["group"] else p for p in pairs)
+    return pairs
