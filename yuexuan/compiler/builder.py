@@ -52,7 +52,7 @@ class Builder:
     warnings: list = field(default_factory=list)
     _pitch_facts: dict = field(default_factory=dict)   # sounding Pitch -> (hz, midi, cents, name)
     logged_rounds: frozenset = frozenset()   # rounds a shot log (--shots) covers: compiler/logged.py
-    rest_outside: frozenset = frozenset()    # instruments a variant narrowed (O11, O12): they rest on other notes
+    narrowed: frozenset = frozenset()        # instruments a variant narrowed (O11, O12): :func:`nearest_in_set`
 
     def strings_decide(self, round_: int) -> bool:
         """Whether the cue sheet's ``hits`` strings make the calls of ``round_`` (no shot log
@@ -127,8 +127,8 @@ class Builder:
         if pitch is None:
             pitch = inst.pitch_set[0]
         elif not inst.can_sound(pitch):
-            if inst.name in self.rest_outside:
-                return            # a narrowed set rests on a note outside it (rite/variants.toml)
+            if inst.name in self.narrowed:
+                return self.note(spec, t, dur, inst, nearest_in_set(pitch, inst.pitch_set), velocity, lyric, key)
             raise UserError(f"cue {spec.id!r}: {inst.name} cannot sound {pitch.name} (its pitch set: "
                             f"{' '.join(p.name for p in inst.pitch_set)}; see {inst.file})",
                             file=self.sheet.file, line=spec.line, key=key)
@@ -138,6 +138,15 @@ class Builder:
             raise UserError(f"cue {spec.id!r}: {inst.name} {sounding.name} = {hz:.1f} Hz is outside the MIDI "
                             "range; check huangzhong_hz", file=self.sheet.file, key="ceremony.huangzhong_hz")
         self.notes.append(Note(t, dur, inst.name, spec.id, midi, hz, velocity, name, cents, lyric))
+
+
+def nearest_in_set(pitch: Pitch, pitch_set: tuple) -> Pitch:
+    """The 律 of ``pitch_set`` nearest to ``pitch`` in pitch class (ties: the lower): what a body
+    whose set a variant narrowed (O11, O12; rite/variants.toml) sounds for a note outside it."""
+    def distance(p):
+        d = (p.lv - pitch.lv) % 12
+        return min(d, 12 - d), p.lv + 12 * p.octave
+    return min(pitch_set, key=distance)
 
 
 def gong_voices(vdefs: dict, chosen: dict, rank: str) -> dict:
