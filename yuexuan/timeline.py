@@ -81,6 +81,7 @@ class Beat:
     role: str | None          # 上射 | 下射, for the arrow bound to this stroke
     archer: str | None
     arrow: int | None         # 1..4, the archer's arrow number
+    rank: str | None = None   # the archer's rank (the roster's, after variant sanou_rank, O22)
 
 
 @dataclass(frozen=True)

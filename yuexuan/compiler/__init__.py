@@ -6,6 +6,7 @@ data files. Every timing decision of the project is made here and nowhere else.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_facts, voice_offsets
@@ -28,7 +29,11 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     ``select``: cue ids to compile, in sheet order; time 0 is then the first selected cue's start
     and the selected cues follow one another with the sheet's gap.
     """
-    specs = list(sheet.cues)
+    # the variants' generic effects (rite/variants.py): roster ranks, cues set or left out, instrument facts
+    sheet = replace(sheet, pairs=variants_mod.apply_to_pairs(vdefs, sheet.variants, sheet.pairs))
+    insts, narrowed = variants_mod.apply_to_instruments(vdefs, sheet.variants, insts)
+    dropped = variants_mod.dropped_cues(vdefs, sheet.variants)
+    specs = [variants_mod.apply_to_cue(vdefs, sheet.variants, c) for c in sheet.cues if c.id not in dropped]
     if select:
         known = [c.id for c in specs]
         for cid in select:
@@ -39,6 +44,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     voices = gong_voices(vdefs, sheet.variants, sheet.rank)
     b = Builder(sheet, insts, rank, variants_mod.effect(vdefs, sheet.variants, "jiangu_bei")["struck"],
                 voice_offsets(voices, insts))
+    b.narrowed = narrowed
     cues, t = [], 0.0
     for n, spec in enumerate(specs):
         if n:

@@ -55,7 +55,10 @@ def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: di
     pairs = sheet.pair_selection(spec.pairs)
     rnd = spec.round or 3
     phrases, g, syl = [], 0, 0
+    span = variants_mod.effect(vdefs, sheet.variants, "lishou_span")      # O17
     for pair in pairs:
+        if span["restart_for_gong"] and pair.lower.rank == "公" and g:
+            g, syl = g + span["restart_gap_jie"], 0      # 公乐作而后就物: a pause, then the tune anew
         for j in range(1, per_pair + 1):
             jt = t0 + g * J
             phrases.append(jt)
@@ -72,7 +75,7 @@ def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: di
                 if shooting:
                     arrow_index = 2 * (j - heard - 1) + k          # 0..7 in shooting order
                     role, archer = pair.shooter(arrow_index)
-                    b.beats.append(Beat(ts, spec.id, pair.id, j, True, role, archer.name, j - heard))
+                    b.beats.append(Beat(ts, spec.id, pair.id, j, True, role, archer.name, j - heard, archer.rank))
                     if pair.hit(rnd, arrow_index):
                         huo_calls(b, spec, ts)
                 else:
