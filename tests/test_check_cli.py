@@ -106,16 +106,19 @@ def test_table_for_people(capsys):
     assert lines[-1] == "round 3: 右 3 算, 左 2 算 — 右贤于左一奇"
 
 
-def test_offset_and_tolerance_options(capsys, tmp_path):
-    # A stopwatch started at timeline 1080.0 s: 1.52 s on it is 1081.52 on the timeline.
+def test_offset_and_tolerance_options(capsys, tmp_path, lishou_beats):
+    # A stopwatch started 1.5 s before the first 射节 shooting stroke (上耦上射's first arrow; the
+    # 下射's stroke follows 2 s later): 1.52 s on it is 20 ms after that stroke.
+    first = next(b.time for b in compile_file(CUES).beats if b.archer == "上耦上射" and b.arrow == 1)
+    start = f"{first - 1.5:.3f}"
     log = tmp_path / "watch.csv"
     log.write_text(HEADER + "1.52,上耦上射,士,上射,干,贯,上耦,3\n3.61,上耦下射,士,下射,干,贯,上耦,3\n",
                    encoding="utf-8")
-    _, out, _ = run_check(capsys, CUES, log, "--format", "json", "--offset", "1080")
+    _, out, _ = run_check(capsys, CUES, log, "--format", "json", "--offset", start)
     doc = json.loads(out)
     assert [s["reason"] for s in doc["shots"]] == ["释", "不鼓不释"]
-    assert doc["shots"][0]["nearest_beat"] == pytest.approx(1081.5)
-    _, out, _ = run_check(capsys, CUES, log, "--format", "json", "--offset", "1080",
+    assert doc["shots"][0]["nearest_beat"] == pytest.approx(first)
+    _, out, _ = run_check(capsys, CUES, log, "--format", "json", "--offset", start,
                           "--tolerance", "0.11")
     assert [s["reason"] for s in json.loads(out)["shots"]] == ["释", "释"]
     _, out, _ = run_check(capsys, CUES, EXAMPLE, "--format", "json", "--strict-gong")
@@ -161,14 +164,14 @@ def test_blanks_crlf_and_bom_are_tolerated(tmp_path):
     assert s.round.tolist() == [3, 3] and s.target.tolist() == [2, -1]
 
 
-def test_line_breaks_in_names_survive_the_csv_output(capsys, tmp_path):
+def test_line_breaks_in_names_survive_the_csv_output(capsys, tmp_path, lishou_beats):
     # Quoted input names holding CR, LF and quotes come back whole from the CSV output.
     p = tmp_path / "names.csv"
     names = ['甲\r乙', '丙\n丁', '戊 "己", 庚']
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
     w.writerow(HEADER.strip().split(","))
-    w.writerows([[f"{1081.5 + 2 * k}", n, "士", "上射", "干", "贯", n, "3"] for k, n in enumerate(names)])
+    w.writerows([[f"{lishou_beats[2 * k]}", n, "士", "上射", "干", "贯", n, "3"] for k, n in enumerate(names)])
     p.write_text(buf.getvalue(), encoding="utf-8", newline="")
     code, out, err = run_check(capsys, CUES, p, "--format", "csv")
     assert code == 0, err

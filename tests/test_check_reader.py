@@ -10,7 +10,7 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, read_shots
+from yuexuan.check.shots import MISS_RESULTS, RANKS, RESULTS, ROLES, TARGETS, read_shots
 
 names = st.text(alphabet=st.sampled_from("甲乙丙丁射者耦abcXYZ012-_.·公宾 "), min_size=1,
                 max_size=12).filter(lambda s: s.strip())
@@ -29,7 +29,7 @@ def logs(draw):
     rows = []
     for _ in range(n):
         result = draw(st.sampled_from(RESULTS))
-        target = "" if result == "不中" else draw(st.sampled_from(TARGETS))
+        target = "" if result in MISS_RESULTS else draw(st.sampled_from(TARGETS))
         t = draw(st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False))
         row = {"time": repr(t), "archer": draw(names), "rank": draw(st.sampled_from(RANKS)),
                "role": draw(st.sampled_from(ROLES)), "target": target, "result": result,

@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 
 from yuexuan.commands import BUILD_STEPS
-from yuexuan.commands.common import data_source, load_timeline
+from yuexuan.commands.common import add_shots_argument, data_source, load_timeline
 from yuexuan.data import DEFAULT_CUES
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
@@ -17,6 +17,7 @@ def add_arguments(p) -> None:
                    help=f"cue sheet (TOML); default: the packaged cues/{DEFAULT_CUES} "
                         f"(or DIR/cues/{DEFAULT_CUES} of --data DIR)")
     p.add_argument("-o", "--out-dir", required=True, metavar="DIR", help="output folder, e.g. out")
+    add_shots_argument(p)
 
 
 def run(args) -> int:

@@ -36,6 +36,13 @@ def add_selection_argument(parser) -> None:
                         help="only these cue ids; time 0 is then the first selected cue's start")
 
 
+def add_shots_argument(parser) -> None:
+    parser.add_argument("--shots", metavar="LOG", default=None,
+                        help="shot log (the 'yuexuan check' format, docs/check.md), times in seconds "
+                             "of the compiled selection: the calls of the rounds it covers follow its "
+                             "arrows instead of the cue sheet's hits strings")
+
+
 def selection(args) -> list | None:
     raw = getattr(args, "cues", None)
     if raw is None:
@@ -47,15 +54,23 @@ def selection(args) -> list | None:
 
 
 def read_timeline(path: str, command: str, cue_ids: list | None = None,
-                  source: DataSource = DataSource()):
+                  source: DataSource = DataSource(), shots: str | None = None):
     """The Timeline of ``path``, only the cues ``cue_ids`` when given: a cue sheet compiled now
     from the data of ``source`` (those cues alone, one after another with the sheet's gap), its
     compiler warnings printed on stderr; or a saved timeline (``.json``) read back and cut to those
     cues by :func:`yuexuan.timeline.select`. Either way time 0 is the first selected cue's start.
-    The one loader of every command."""
+    The one loader of every command. ``shots``: a shot log whose arrows make the calls
+    (``--shots``; a cue sheet only)."""
     if str(path).lower().endswith(".json"):
+        if shots is not None:
+            raise UserError("--shots needs a cue sheet to compile, not a saved timeline", file=str(path))
         return select(_saved(path), cue_ids, file=str(path))
-    tl, warnings = compile_path(path, cue_ids, source)
+    log = None
+    if shots is not None:
+        from yuexuan.check.shots import read_shots
+
+        log = read_shots(shots)
+    tl, warnings = compile_path(path, cue_ids, source, log)
     for w in warnings:
         print(f"yuexuan {command}: warning: {w}", file=sys.stderr)
     return tl
@@ -76,5 +91,6 @@ def _saved(path: str):
 
 
 def load_timeline(args, command: str, source: DataSource):
-    """The Timeline of ``args.cues_file`` (with ``--cues``), through :func:`read_timeline`."""
-    return read_timeline(args.cues_file, command, selection(args), source)
+    """The Timeline of ``args.cues_file`` (with ``--cues`` and ``--shots``), through
+    :func:`read_timeline`."""
+    return read_timeline(args.cues_file, command, selection(args), source, getattr(args, "shots", None))

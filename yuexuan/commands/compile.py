@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
+from yuexuan.commands.common import (add_cues_argument, add_selection_argument, add_shots_argument,
+                                     data_source, load_timeline)
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
@@ -12,6 +13,7 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT.mid", help="MIDI file to write")
     p.add_argument("--timeline", metavar="OUT.json", help="also write the timeline JSON (docs/timeline.md)")
     add_selection_argument(p)
+    add_shots_argument(p)
     p.add_argument("--pitch-bend", action="store_true",
                    help="per-channel pitch bends instead of MTS tuning SysEx (synths without MTS)")
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from yuexuan.audio import render
 from yuexuan.publish import guide
-from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
+from yuexuan.commands.common import (add_cues_argument, add_selection_argument, add_shots_argument,
+                                     data_source, load_timeline)
 from yuexuan.errors import UserError
 from yuexuan.rite import courtyard
 
@@ -18,6 +19,7 @@ def add_arguments(parser) -> None:
                         help="the rendered ceremony (FLAC, WAV, Ogg, MP3); copied beside the page. "
                              "Without it the ceremony is rendered to OUT/<CUES stem>.flac")
     add_selection_argument(parser)
+    add_shots_argument(parser)
     parser.add_argument("--no-audio", action="store_true",
                         help="write the page without audio (a notice; the time slider still works)")
 

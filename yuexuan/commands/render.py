@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from yuexuan.audio import render
-from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
+from yuexuan.commands.common import (add_cues_argument, add_selection_argument, add_shots_argument,
+                                     data_source, load_timeline)
 from yuexuan.errors import UserError
 from yuexuan.rite import courtyard
 
@@ -19,6 +20,7 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT.flac",
                    help="audio file to write (.wav or .flac); OUT.vtt and OUT.cue are written beside it")
     add_selection_argument(p)
+    add_shots_argument(p)
     p.add_argument("--stems", metavar="DIR", help="also write one file per instrument into DIR, "
                    "named as in the timeline (e.g. DIR/建鼓·东.flac), aligned with the mix")
     p.add_argument("--sample-rate", type=int, default=48000, metavar="HZ", help="default 48000")

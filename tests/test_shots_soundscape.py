@@ -1,0 +1,267 @@
+"""``--shots LOG``: the calls of a real shooting, read back from the timeline JSON.
+
+The expected calls are derived here from the CSV rows by the rite's rules, written out below
+independently of yuexuan.check.shiho:
+
+- the 获者 calls 获 (a 宫 note, then a 商 note 9/8 above it) after an arrow that touched a 侯 when
+  the archer is the 公 (「唯公所中，中三侯皆获」; his 着侯 only under O21 优君, the default), or
+  when the arrow pierced (贯) the 侯 of the pair's senior archer (公 and 宾 大侯, 卿 and 大夫 参,
+  士 干: 「射者非其侯，中之不获」; 「卑者与尊者为耦，不异侯」);
+- the 大射正 calls 留 / 扬 / 方 (spoken: no pitch) after a miss of the 公 marked so;
+- a round the log has rows for makes no calls from the cue sheet's ``hits`` strings; other rounds
+  keep them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from yuexuan.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+CUES = ROOT / "cues" / "dashe.toml"
+EXAMPLE = ROOT / "tests" / "data" / "shots_example.csv"
+HEADER = ["time", "archer", "rank", "role", "target", "result", "pair", "round"]
+SENIORITY = ("公", "宾", "卿", "大夫", "士")
+HOU = {"公": "大侯", "宾": "大侯", "卿": "参", "大夫": "参", "士": "干"}
+MISSES = {"不中", "留", "扬", "方"}
+
+
+def expected_huo(rows: list, outside_counted: bool = True) -> list:
+    """The rows the 获者 calls, by the rules of the module docstring."""
+    senior = {}
+    for r in rows:
+        if r["pair"]:
+            best = senior.get(r["pair"], r["rank"])
+            senior[r["pair"]] = min(best, r["rank"], key=SENIORITY.index)
+    out = []
+    for r in rows:
+        if r["result"] in MISSES:
+            continue
+        if r["rank"] == "公":
+            if r["result"] != "着侯" or outside_counted:
+                out.append(r)
+        elif r["result"] == "贯" and r["target"] == HOU[senior.get(r["pair"], r["rank"])]:
+            out.append(r)
+    return out
+
+
+def shooting_rounds(sheet: Path) -> dict:
+    """cue id → round, for the shooting cues of a cue sheet (shoot: 1, shejie: 3 unless given)."""
+    data = tomllib.loads(sheet.read_text(encoding="utf-8"))
+    return {c["id"]: c.get("round", 1 if c["kind"] == "shoot" else 3) for c in data["cue"]
+            if c["kind"] in ("shoot", "shejie")}
+
+
+def compiled(capsys, tmp_path, sheet: Path, *extra) -> tuple:
+    out = tmp_path / f"t{len(list(tmp_path.iterdir()))}.json"
+    code = main(["compile", str(sheet), "-o", str(out.with_suffix(".mid")), "--timeline", str(out),
+                 *map(str, extra)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    return json.loads(out.read_text(encoding="utf-8")), err
+
+
+def read_rows(path: Path) -> list:
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_rows(path: Path, rows: list) -> Path:
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=HEADER)
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def calls(doc: dict, who: str, cue_ids) -> list:
+    return sorted((n for n in doc["notes"] if n["instrument"] == who and n["cue"] in cue_ids),
+                  key=lambda n: n["time"])
+
+
+def huo_pairs(notes: list) -> list:
+    """The 获者's notes as (宫, 商) calls; each 宫 is followed by its 商, 9/8 above."""
+    notes = [n for n in notes if n["lyric"] == "获"]
+    assert len(notes) % 2 == 0
+    pairs = list(zip(notes[0::2], notes[1::2]))
+    for gong, shang in pairs:
+        assert gong["time"] < shang["time"]
+        assert shang["hz"] / gong["hz"] == pytest.approx(9 / 8, rel=1e-9)
+    return pairs
+
+
+def assert_follow(call_times: list, arrow_times: list):
+    """One call after each arrow, each the same short time after its arrow."""
+    assert len(call_times) == len(arrow_times)
+    if arrow_times:
+        lag = np.array(sorted(call_times)) - np.array(sorted(arrow_times))
+        assert np.all(lag > 0) and np.all(lag < 4.0)
+        assert np.ptp(lag) < 1e-6
+
+
+def test_example_log_makes_one_huo_call_per_called_hit(capsys, tmp_path):
+    rows = read_rows(EXAMPLE)
+    rounds = shooting_rounds(CUES)
+    plain, _ = compiled(capsys, tmp_path, CUES)
+    doc, err = compiled(capsys, tmp_path, CUES, "--shots", EXAMPLE)
+    assert "warning" not in err
+    spans = {c["id"]: (c["start"], c["end"]) for c in doc["cues"]}
+    covered = {int(r["round"]) for r in rows}
+    # every row falls in a shooting cue of its round: the log is timed on this timeline
+    for r in rows:
+        t = float(r["time"])
+        assert any(rounds[c] == int(r["round"]) and spans[c][0] <= t <= spans[c][1] for c in rounds), r
+    logged_cues = {c for c in rounds if rounds[c] in covered}
+    want = expected_huo(rows)
+    assert 0 < len(want) < len([r for r in rows if r["result"] not in MISSES])   # some hits not called
+    got = huo_pairs(calls(doc, "获者", logged_cues))
+    assert_follow([g["time"] for g, _ in got], [float(r["time"]) for r in want])
+    # without the log those cues sound the hits strings: a different set of calls
+    assert len(huo_pairs(calls(plain, "获者", logged_cues))) != len(got)
+    # a round the log does not cover keeps its strings
+    other = set(rounds) - logged_cues
+    assert other and calls(doc, "获者", other) == calls(plain, "获者", other)
+    assert calls(doc, "获者", other)
+
+
+def directions_log(doc: dict, rounds: dict) -> list:
+    """Shots of the 公 and the 宾 in round 2 (the 公耦's cue) and round 3 (at the 公's strokes)."""
+    r2 = next(c for c in doc["cues"] if rounds.get(c["id"]) == 2 and c["id"] != "round2_sanou")
+    t2 = r2["start"]
+    gong_beats = sorted(b["time"] for b in doc["beats"] if b["archer"] == "公")
+    row = dict(zip(HEADER, ["", "", "", "", "", "", "公耦", ""]))
+    g = {**row, "archer": "公", "rank": "公", "role": "下射"}
+    b = {**row, "archer": "宾", "rank": "宾", "role": "上射"}
+    return [
+        {**g, "time": t2 + 10, "result": "留", "round": "2"},
+        {**b, "time": t2 + 12, "result": "贯", "target": "大侯", "round": "2"},
+        {**g, "time": t2 + 14, "result": "扬", "round": "2"},
+        {**b, "time": t2 + 16, "result": "方", "round": "2"},        # the 宾's: no call
+        {**g, "time": t2 + 18, "result": "方", "round": "2"},
+        {**g, "time": t2 + 22, "result": "着侯", "target": "大侯", "round": "2"},   # O21
+        {**g, "time": gong_beats[0], "result": "留", "round": "3"},
+        {**g, "time": gong_beats[1], "result": "贯", "target": "参", "round": "3"},
+        {**g, "time": gong_beats[2], "result": "不中", "round": "3"},   # no direction: no call
+    ]
+
+
+def test_direction_marks_give_the_da_she_zheng_calls(capsys, tmp_path):
+    rounds = shooting_rounds(CUES)
+    plain, _ = compiled(capsys, tmp_path, CUES)
+    rows = directions_log(plain, rounds)
+    log = write_rows(tmp_path / "dirs.csv", rows)
+    doc, err = compiled(capsys, tmp_path, CUES, "--shots", log)
+    assert "warning" not in err
+    covered = {c for c in rounds if rounds[c] in (2, 3)}
+    zheng = [n for n in calls(doc, "大射正", covered)]
+    want = [r for r in rows if r["rank"] == "公" and r["result"] in ("留", "扬", "方")]
+    assert [n["lyric"] for n in zheng] == [r["result"] for r in want]
+    assert all(n["hz"] is None for n in zheng)                       # spoken
+    assert_follow([n["time"] for n in zheng], [r["time"] for r in want])
+    # the cue sheet's own marks for the 公's misses are not sounded in those rounds
+    from_strings = calls(plain, "大射正", covered)
+    assert from_strings and not {n["time"] for n in from_strings} & {n["time"] for n in zheng}
+    huo = huo_pairs(calls(doc, "获者", covered))
+    assert_follow([g["time"] for g, _ in huo], [r["time"] for r in expected_huo(rows)])
+
+
+def with_variant(tmp_path, line: str) -> Path:
+    text = CUES.read_text(encoding="utf-8")
+    assert "[variants]\n" in text
+    sheet = tmp_path / "dashe.toml"
+    sheet.write_text(text.replace("[variants]\n", f"[variants]\n{line}\n", 1), encoding="utf-8")
+    return sheet
+
+
+def test_o21_changes_the_call_and_the_verdict(capsys, tmp_path):
+    rounds = shooting_rounds(CUES)
+    plain, _ = compiled(capsys, tmp_path, CUES)
+    rows = directions_log(plain, rounds)
+    log = write_rows(tmp_path / "dirs.csv", rows)
+    strict = with_variant(tmp_path, 'gong_outside_hu = "不中鹄"')
+    covered = {c for c in rounds if rounds[c] in (2, 3)}
+    counts, verdicts = {}, {}
+    for name, sheet, counted in (("优君", CUES, True), ("不中鹄", strict, False)):
+        doc, _ = compiled(capsys, tmp_path, sheet, "--shots", log)
+        huo = huo_pairs(calls(doc, "获者", covered))
+        want = expected_huo(rows, outside_counted=counted)
+        assert_follow([g["time"] for g, _ in huo], [r["time"] for r in want])
+        counts[name] = len(huo)
+        code = main(["check", str(sheet), str(log), "--format", "json"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        verdicts[name] = json.loads(out)["shots"][5]                  # the 公's 着侯
+    assert counts["优君"] == counts["不中鹄"] + 1
+    assert verdicts["优君"]["result"] == "着侯" and verdicts["优君"]["released"] is True
+    assert verdicts["不中鹄"]["released"] is False and verdicts["不中鹄"]["reason"] == "不贯不释"
+
+
+def test_own_jie_option_binds_each_arrow_to_its_stroke(capsys, tmp_path):
+    plain, _ = compiled(capsys, tmp_path, CUES)
+    rows = read_rows(EXAMPLE)
+    bound = {(b["archer"], b["arrow"]): b["time"] for b in plain["beats"] if b["shoot"]}
+    results = {}
+    for opts in ((), ("--own-jie",)):
+        code = main(["check", str(CUES), str(EXAMPLE), "--format", "json", *opts])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        results[opts] = json.loads(out)
+    own = results[("--own-jie",)]
+    assert own["settings"]["strokes"] == "own 节"
+    seen = {}
+    for r, s in zip(rows, own["shots"]):
+        if r["round"] != "3":
+            continue
+        n = seen[r["archer"]] = seen.get(r["archer"], 0) + 1      # rows are in time order
+        t = bound.get((r["archer"], n))
+        assert s["nearest_beat"] == pytest.approx(t, abs=1e-6)
+        assert s["on_beat"] == (abs(float(r["time"]) - t) <= 0.070)
+    changed = [k for k, (a, b) in enumerate(zip(results[()]["shots"], own["shots"]))
+               if a["released"] != b["released"]]
+    assert changed                                                  # the reading decides a shot
+    for k in changed:
+        assert own["shots"][k]["reason"] == "不鼓不释" and results[()]["shots"][k]["reason"] == "释"
+
+
+def test_more_than_four_arrows_warns(capsys, tmp_path):
+    rows = [dict(zip(HEADER, [str(900 + 2 * k), "士乙", "士", "上射", "", "不中", "众耦一", "2"]))
+            for k in range(5)]
+    five = write_rows(tmp_path / "five.csv", rows)
+    four = write_rows(tmp_path / "four.csv", rows[:4])
+    code = main(["check", str(CUES), str(five), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    warned = [line for line in err.splitlines() if "warning" in line]
+    assert len(warned) == 1 and "士乙" in warned[0] and "5" in warned[0] and "round 2" in warned[0]
+    assert json.loads(out)["warnings"] == [warned[0].split("warning: ", 1)[1]]
+    main(["check", str(CUES), str(five)])
+    out, _ = capsys.readouterr()
+    assert "warning: 士乙" in out
+    main(["check", str(CUES), str(four), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert "warning" not in err and json.loads(out)["warnings"] == []
+
+
+def test_shots_option_on_every_command_and_its_mistakes(capsys, tmp_path):
+    for command in ("compile", "render", "build", "guide"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--shots LOG" in capsys.readouterr().out
+    saved = tmp_path / "t.json"
+    compiled(capsys, tmp_path, CUES)
+    saved = next(tmp_path.glob("*.json"))
+    code = main(["compile", str(saved), "-o", str(tmp_path / "x.mid"), "--shots", str(EXAMPLE)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--shots needs a cue sheet" in err and len(err.strip().splitlines()) == 1
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,archer,rank,role,target,result\n1,a,王,上射,,不中\n", encoding="utf-8")
+    code = main(["compile", str(CUES), "-o", str(tmp_path / "x.mid"), "--shots", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown rank" in err and "bad.csv:2" in err
