@@ -16,7 +16,9 @@ Families (``instruments/*.toml`` ``family``):
 - ``string`` 瑟: modal plucked string (harmonics with slight stiffness, higher ones decaying faster,
   pluck-position spectrum, body resonances ``body_hz``).
 - ``pipe``   簜: harmonics (``harmonics``), breath noise, vibrato.
-- ``voice``  歌 and the calls: formant synthesis of a sung vowel, chosen from the syllable.
+- ``voice``  歌 and the calls: formant synthesis of a sung vowel, chosen from the syllable
+  (:mod:`yuexuan.audio.voice`); without a pitch (``hz`` None: a spoken call) the formants are
+  excited by noise, whisper-like (:func:`~yuexuan.audio.voice.spoken`).
 
 A pitched note's nominal frequency is always its strongest partial over the first second. Noise
 comes from ``seed`` (derive it from the note's identity: :func:`seed_of`). Output: float32 mono,
@@ -29,38 +31,14 @@ import math
 import zlib
 
 import numpy as np
-from scipy.signal import lfilter
+
+from yuexuan.audio.blocks import (DECAY_SPAN, RELEASE_S, burst, envelope, noise, normalise,
+                                   onepole_lowpass, sustained, wavetable)
+from yuexuan.audio.voice import spoken, sung, vowel_of  # noqa: F401  (vowel_of: re-exported)
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "drum": 3.0, "string": 6.0}
-#: a mode is computed until it has decayed by this many time constants (−50 dB).
-DECAY_SPAN = 5.75
-RELEASE_S = 0.12          # release of sustained notes (pipe, voice), s
 SUSTAINED = ("pipe", "voice")   # families held for the note's duration; the others ring out
-
-#: formants (Hz) and bandwidths (Hz) of sung vowels, a low male voice.
-VOWELS = {
-    "a": ((800, 80), (1150, 90), (2800, 120)),
-    "o": ((450, 70), (800, 80), (2830, 100)),
-    "e": ((500, 70), (1100, 90), (2500, 110)),
-    "i": ((270, 60), (2290, 100), (3010, 120)),
-    "u": ((300, 60), (870, 80), (2240, 100)),
-}
-#: vowels of syllables that the rite calls or sings often; any other syllable gets a vowel chosen
-#: from its code point (no pronunciation dictionary is shipped).
-SYLLABLE_VOWEL = {"诺": "o", "获": "o", "呦": "o", "鹿": "u", "鸣": "i", "我": "o", "有": "o",
-                  "嘉": "a", "宾": "i", "鼓": "u", "瑟": "e", "吹": "u", "笙": "e", "之": "i",
-                  "食": "i", "野": "e", "苹": "i", "人": "e", "好": "a", "示": "i", "周": "o",
-                  "行": "a", "曾": "e", "孙": "u", "侯": "o", "氏": "i", "以": "i", "燕": "a",
-                  "射": "e", "君": "u", "子": "i", "大": "a", "夫": "u", "乐": "e", "琴": "i"}
-
-
-def vowel_of(syllable: str | None) -> str:
-    """The sung vowel (a key of :data:`VOWELS`) for a syllable; ``a`` when there are no words."""
-    if not syllable:
-        return "a"
-    ch = syllable[0]
-    return SYLLABLE_VOWEL.get(ch) or "aoeiu"[ord(ch) % 5]
 
 
 def seed_of(*identity) -> int:
@@ -107,27 +85,6 @@ def _decaying_sines(out: np.ndarray, start: int, freqs, amps, taus, sample_rate:
         out[start:start + n] += w.imag
 
 
-def _noise(rng: np.random.Generator, n: int) -> np.ndarray:
-    return rng.standard_normal(n).astype(np.float32)
-
-
-def _onepole_lowpass(x: np.ndarray, cutoff_hz: float, sample_rate: int) -> np.ndarray:
-    a = math.exp(-2 * math.pi * min(cutoff_hz, 0.49 * sample_rate) / sample_rate)
-    return lfilter([1 - a], [1, -a], x).astype(np.float32)
-
-
-def _burst(rng, n_total: int, tau_s: float, sample_rate: int, cutoff_hz: float | None = None,
-           highpass: bool = False) -> np.ndarray:
-    """Exponentially decaying noise burst (a strike), length ≤ ``n_total``."""
-    n = min(n_total, int(DECAY_SPAN * tau_s * sample_rate) + 1)
-    x = _noise(rng, n)
-    if cutoff_hz:
-        low = _onepole_lowpass(x, cutoff_hz, sample_rate)
-        x = x - low if highpass else low
-    env = np.exp(-np.arange(n, dtype=np.float32) / np.float32(tau_s * sample_rate))
-    return x * env
-
-
 def _fade_tail(x: np.ndarray, fraction: float = 0.1) -> np.ndarray:
     n = max(1, int(len(x) * fraction))
     x[-n:] *= np.linspace(1.0, 0.0, n, dtype=np.float32)
@@ -136,13 +93,6 @@ def _fade_tail(x: np.ndarray, fraction: float = 0.1) -> np.ndarray:
 
 def _ring_samples(family: str, taus, sample_rate: int) -> int:
     return int(min(RING_CAP_S[family], DECAY_SPAN * max(taus)) * sample_rate)
-
-
-def _normalise(x: np.ndarray, level: float) -> np.ndarray:
-    peak = float(np.max(np.abs(x))) if len(x) else 0.0
-    if peak > 0:
-        x *= np.float32(level / peak)
-    return x
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,9 +120,9 @@ def bell(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.n
             t_ += [tau * tone_decay, tau * tone_decay * 0.85]
     _decaying_sines(out, 0, freqs, a_, t_, sample_rate)
     rng = np.random.default_rng(seed)
-    thump = _burst(rng, n, 0.004, sample_rate, cutoff_hz=2.5 * hz)
+    thump = burst(rng, n, 0.004, sample_rate, cutoff_hz=2.5 * hz)
     out[:len(thump)] += 0.25 * bright * thump
-    return _normalise(_fade_tail(out), 1.0)
+    return normalise(_fade_tail(out), 1.0)
 
 
 def stone(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
@@ -186,9 +136,9 @@ def stone(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.
     _decaying_sines(out, 0, [hz * m for m in partials], [a * bright ** k for k, a in enumerate(amps)],
                     taus, sample_rate)
     rng = np.random.default_rng(seed)
-    click = _burst(rng, n, 0.003, sample_rate, cutoff_hz=3000.0, highpass=True)
+    click = burst(rng, n, 0.003, sample_rate, cutoff_hz=3000.0, highpass=True)
     out[:len(click)] += float(p.get("attack_noise", 0.15)) * 2.0 * bright * click
-    return _normalise(_fade_tail(out), 1.0)
+    return normalise(_fade_tail(out), 1.0)
 
 
 def _drum_stroke(p: dict, velocity: int, sample_rate: int, rng, n: int) -> np.ndarray:
@@ -221,7 +171,7 @@ def _drum_stroke(p: dict, velocity: int, sample_rate: int, rng, n: int) -> np.nd
         t_.append(tau)
         ph.append(end_phase)
     _decaying_sines(out, n_g, freqs, a_, t_, sample_rate, ph)
-    hit = _burst(rng, n, 0.012, sample_rate, cutoff_hz=1200.0 + 3000.0 * v)
+    hit = burst(rng, n, 0.012, sample_rate, cutoff_hz=1200.0 + 3000.0 * v)
     out[:len(hit)] += float(p.get("noise", 0.25)) * 2.5 * v * hit
     return out
 
@@ -234,7 +184,7 @@ def drum(p: dict, hz: float | None, velocity: int, sample_rate: int, seed: int) 
     rate = float(p.get("rattle_rate_hz", 12.0))
     one = _ring_samples("drum", taus, sample_rate)
     if strokes <= 1:
-        return _normalise(_fade_tail(_drum_stroke(p, velocity, sample_rate, rng, one)), 1.0)
+        return normalise(_fade_tail(_drum_stroke(p, velocity, sample_rate, rng, one)), 1.0)
     span = int(strokes / rate * sample_rate) + one
     out = np.zeros(span, dtype=np.float32)
     for i in range(strokes):
@@ -243,7 +193,7 @@ def drum(p: dict, hz: float | None, velocity: int, sample_rate: int, seed: int) 
         vel = max(1, int(velocity * (0.85 ** i)))
         s = _drum_stroke(p, vel, sample_rate, rng, one)
         out[start:start + len(s)] += s[:span - start]
-    return _normalise(_fade_tail(out), 1.0)
+    return normalise(_fade_tail(out), 1.0)
 
 
 def string(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
@@ -267,46 +217,9 @@ def string(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np
     out = np.zeros(n, dtype=np.float32)
     _decaying_sines(out, 0, fk, amps, taus, sample_rate)
     rng = np.random.default_rng(seed)
-    pick = _burst(rng, n, 0.002, sample_rate, cutoff_hz=4000.0)
+    pick = burst(rng, n, 0.002, sample_rate, cutoff_hz=4000.0)
     out[:len(pick)] += 0.1 * amps[0] * pick
-    return _normalise(_fade_tail(out), 1.0)
-
-
-def _wavetable(harm_amps, size: int = 4096) -> np.ndarray:
-    """One period from harmonic amplitudes (sine phase), with a wrap-around sample."""
-    t = np.arange(size) / size
-    table = np.zeros(size + 1)
-    for h, a in enumerate(harm_amps, start=1):
-        if a:
-            table[:size] += a * np.sin(2 * np.pi * h * t)
-    table[size] = table[0]
-    return table.astype(np.float32)
-
-
-def _sustained(table: np.ndarray, hz: float, n: int, sample_rate: int, vib_cents: float,
-               vib_hz: float, vib_phase: float) -> np.ndarray:
-    """Read a wavetable at ``hz`` with vibrato (depth ``vib_cents``, rate ``vib_hz``)."""
-    t = np.arange(n, dtype=np.float64) / sample_rate
-    d = vib_cents * math.log(2) / 1200.0
-    cycles = hz * t
-    if d and vib_hz:
-        cycles += hz * d * (np.cos(vib_phase) - np.cos(2 * np.pi * vib_hz * t + vib_phase)) \
-            / (2 * np.pi * vib_hz)
-    size = len(table) - 1
-    pos = (cycles % 1.0) * size
-    i = pos.astype(np.int64)
-    frac = (pos - i).astype(np.float32)
-    return table[i] + (table[i + 1] - table[i]) * frac
-
-
-def _envelope(n: int, n_on: int, attack_s: float, sample_rate: int) -> np.ndarray:
-    env = np.ones(n, dtype=np.float32)
-    na = max(1, min(n_on, int(attack_s * sample_rate)))
-    env[:na] = np.linspace(0, 1, na, dtype=np.float32) ** 2
-    nr = n - n_on
-    if nr > 0:
-        env[n_on:] = np.linspace(1, 0, nr, dtype=np.float32) ** 2
-    return env
+    return normalise(_fade_tail(out), 1.0)
 
 
 def pipe(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int,
@@ -317,43 +230,14 @@ def pipe(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int,
     n_on = max(1, int(duration_s * sample_rate))
     n = n_on + int(RELEASE_S * sample_rate)
     rng = np.random.default_rng(seed)
-    tone = _sustained(_wavetable(harm), hz, n, sample_rate, float(p.get("vibrato_cents", 6.0)),
-                      float(p.get("vibrato_hz", 4.5)), rng.random() * 2 * math.pi)
-    breath = _onepole_lowpass(_noise(rng, n), 2.5 * hz, sample_rate)
-    breath -= _onepole_lowpass(breath, 0.7 * hz, sample_rate)
+    tone = sustained(wavetable(harm), hz, n, sample_rate, float(p.get("vibrato_cents", 6.0)),
+                     float(p.get("vibrato_hz", 4.5)), rng.random() * 2 * math.pi)
+    breath = onepole_lowpass(noise(rng, n), 2.5 * hz, sample_rate)
+    breath -= onepole_lowpass(breath, 0.7 * hz, sample_rate)
     nb = float(p.get("breath_noise", 0.12)) * (0.7 + 0.6 * velocity / 127.0)
     out = tone + nb * 3.0 * breath
-    out *= _envelope(n, n_on, float(p.get("attack_s", 0.06)), sample_rate)
-    return _normalise(out, 1.0)
-
-
-def voice(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int, seed: int,
-          vowel: str = "a", consonant: bool = False) -> np.ndarray:
-    """Sung vowel by formant synthesis: a glottal harmonic source shaped by the vowel's formants.
-
-    The fundamental is kept the strongest harmonic (the nominal pitch leads).
-    """
-    formants = VOWELS.get(vowel, VOWELS["a"])
-    kmax = int(min(0.45 * sample_rate, 5000.0) / hz)
-    h = np.arange(1, max(2, kmax + 1))
-    f = h * hz
-    env = np.zeros(len(h))
-    for i, (fc, bw) in enumerate(formants):
-        env += (0.7 ** i) / np.sqrt((1 - (f / fc) ** 2) ** 2 + (f * bw / fc ** 2) ** 2)
-    amps = env / h                                        # −6 dB/octave source incl. radiation
-    amps = amps / amps.max()
-    amps[1:] = np.minimum(amps[1:], 0.9 * max(amps[0], 0.05))
-    amps[0] = max(amps[0], amps[1:].max(initial=0) / 0.9)
-    n_on = max(1, int(duration_s * sample_rate))
-    n = n_on + int(RELEASE_S * sample_rate)
-    rng = np.random.default_rng(seed)
-    out = _sustained(_wavetable(amps), hz, n, sample_rate, float(p.get("vibrato_cents", 12.0)),
-                     float(p.get("vibrato_hz", 5.0)), rng.random() * 2 * math.pi)
-    out *= _envelope(n, n_on, float(p.get("attack_s", 0.06)), sample_rate)
-    if consonant:                                         # a short fricative onset for the syllable
-        c = _burst(rng, n, 0.012, sample_rate, cutoff_hz=2500.0, highpass=True)
-        out[:len(c)] += 0.25 * c
-    return _normalise(out, 1.0)
+    out *= envelope(n, n_on, float(p.get("attack_s", 0.06)), sample_rate)
+    return normalise(out, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,7 +247,8 @@ def voice(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int
 def note(family: str, params: dict, hz: float | None, velocity: int, duration_s: float,
          sample_rate: int, seed: int = 0, lyric: str | None = None,
          vowel: str | None = None) -> np.ndarray:
-    """One note as float32 mono samples (peak 1). ``hz`` None for unpitched drums.
+    """One note as float32 mono samples (peak 1). ``hz`` None for unpitched drums and for a
+    spoken voice (:func:`~yuexuan.audio.voice.spoken`).
 
     Struck families ring out (up to :data:`RING_CAP_S`) whatever the duration; pipe and voice
     sustain for ``duration_s`` and release over :data:`RELEASE_S`.
@@ -371,6 +256,9 @@ def note(family: str, params: dict, hz: float | None, velocity: int, duration_s:
     velocity = max(1, min(127, int(velocity)))
     if family == "drum":
         return drum(params, hz, velocity, sample_rate, seed)
+    if family == "voice" and hz is None:
+        return spoken(params, velocity, duration_s, sample_rate, seed, vowel or vowel_of(lyric),
+                      consonant=bool(lyric))
     if hz is None or not hz > 0:
         raise ValueError(f"a {family} note needs a positive frequency, got {hz!r}")
     if family == "bell":
@@ -382,7 +270,7 @@ def note(family: str, params: dict, hz: float | None, velocity: int, duration_s:
     if family == "pipe":
         return pipe(params, hz, velocity, duration_s, sample_rate, seed)
     if family == "voice":
-        return voice(params, hz, velocity, duration_s, sample_rate, seed,
+        return sung(params, hz, velocity, duration_s, sample_rate, seed,
                      vowel or vowel_of(lyric), consonant=bool(lyric))
     raise ValueError(f"unknown instrument family {family!r}")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from yuexuan.compiler.builder import STROKE_S, VELOCITY, Builder, Placed
-from yuexuan.compiler.calls import huo_calls
+from yuexuan.compiler.calls import arrow_calls
 from yuexuan.compiler.music import cue_sides
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
@@ -11,7 +11,8 @@ from yuexuan.timeline import Beat
 
 
 def shoot_cue(b: Builder, spec, t0: float) -> Placed:
-    """An unaccompanied round: the 获者's calls after each hit; the beat is the arrow step."""
+    """An unaccompanied round: the calls after each arrow (获 on a hit, the 大射正's on a miss of
+    the 公); the beat is the arrow step."""
     pairs = b.sheet.pair_selection(spec.pairs)
     t, phrases = t0, []
     rnd = spec.round or 1
@@ -19,8 +20,8 @@ def shoot_cue(b: Builder, spec, t0: float) -> Placed:
         phrases.append(t)
         for k in range(8):
             ta = t + spec.pair_seconds + k * spec.arrow_seconds
-            if pair.hit(rnd, k):
-                huo_calls(b, spec, ta)
+            if b.strings_decide(rnd):                            # else the shot log's calls
+                arrow_calls(b, spec, pair, rnd, k, ta)
         t += spec.pair_seconds + 8 * spec.arrow_seconds
     return Placed(t, phrases, spec.arrow_seconds)
 
@@ -76,8 +77,8 @@ def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: di
                     arrow_index = 2 * (j - heard - 1) + k          # 0..7 in shooting order
                     role, archer = pair.shooter(arrow_index)
                     b.beats.append(Beat(ts, spec.id, pair.id, j, True, role, archer.name, j - heard, archer.rank))
-                    if pair.hit(rnd, arrow_index):
-                        huo_calls(b, spec, ts)
+                    if b.strings_decide(rnd):                                  # else the log's
+                        arrow_calls(b, spec, pair, rnd, arrow_index, ts)
                 else:
                     b.beats.append(Beat(ts, spec.id, pair.id, j, False, None, None, None))
             for s in range(spj):

@@ -151,7 +151,9 @@ def timeline_messages(tl: Timeline, pitch_bend: bool = False) -> list:
     out = [TimedMessage(0.0, name, None, m) for name, m in setup_messages(tl, pitch_bend)]
     keyed = []                   # ((time_s, order, note index), TimedMessage)
     for i, n in enumerate(tl.notes):
-        ch = tracks[n.instrument].channel
+        # a spoken call (hz None) of a singing voice goes to the drum channel, which selects no
+        # tuning program: its key is never retuned (docs/timeline.md, "Spoken calls")
+        ch = DRUM_CHANNEL if n.hz is None else tracks[n.instrument].channel
         if pitch_bend and n.cents is not None:
             bend = mido.Message("pitchwheel", channel=ch, pitch=bend_value(n.cents))
             keyed.append(((n.time, _BEND, i),

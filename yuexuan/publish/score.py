@@ -178,6 +178,8 @@ def _fill(part, ns: list, cue_start: float, sec: Section, drum: bool, words: boo
             heads = [keys[m] for m in sorted(keys)]
             if len(heads) == 1:
                 el = note.Note(pitch.Pitch(midi=heads[0].midi))
+                if heads[0].hz is None:           # a spoken call: an x head, no pitch meant
+                    el.notehead = "x"
             else:
                 el = chord.Chord([pitch.Pitch(midi=h.midi) for h in heads])
             el.quarterLength = d

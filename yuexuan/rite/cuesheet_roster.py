@@ -14,8 +14,8 @@ def _archer(pf: Fields, key: str) -> Archer:
     return Archer(a.get("name", str), a.get("rank", str, choices=ARCHER_RANKS))
 
 
-#: where a miss went, as the 大射正 tells the 公: 「下曰留，上曰扬，左右曰方」 [001]; 注 「留不至也，
-#: 扬过去也，方出旁也」 (ceremony.md §2.2 S8). A ``hits`` mark is the character or its ASCII letter.
+#: where a miss went, as the 大射正 tells the 公: 「下曰留，上曰扬，左右曰方」 [001];
+#: 注 「留不至也，扬遇去也，方出旁也」 [000] (遇 read 过). A ``hits`` mark: the character or its letter.
 MISS_PLACES = {"留": "l", "扬": "y", "方": "f"}
 _MARK = {"x": "x", ".": ".", **{c: c for c in MISS_PLACES}, **{a: c for c, a in MISS_PLACES.items()}}
 
