@@ -100,7 +100,8 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
     names = [nm for nm in timeline.instrument_names() if nm in used]
     insts = bodies(timeline, names)
     for n in notes:
-        if insts[n.instrument].pitched and not (n.hz and 10.0 <= n.hz <= 0.45 * sr):
+        spoken = n.hz is None and insts[n.instrument].family == "voice"    # a call without a pitch
+        if insts[n.instrument].pitched and not spoken and not (n.hz and 10.0 <= n.hz <= 0.45 * sr):
             raise UserError(f"note of cue {n.cue!r} at {n.time:.3f} s on {n.instrument} has "
                             f"frequency {n.hz!r} Hz; expected 10 Hz .. {0.45 * sr:.0f} Hz")
     index = {nm: i for i, nm in enumerate(names)}
