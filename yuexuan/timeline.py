@@ -51,6 +51,10 @@ class Cue:
     beat_s: float = 1.0
     # the later source of a melody that is not a Zhou tune (e.g. the Song 风雅十二诗谱); "" for none
     later_source: str = ""
+    # where performers who move are during this cue: instrument -> {where, position_m [x, y, z] m,
+    # source, attendants?}; an instrument not listed is at its instruments[…].position_m
+    # (docs/timeline.md, "places"; the render places its notes there)
+    places: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,7 @@ def _where(path) -> str:
     for k in path:
         if isinstance(k, int):
             out += f"[{k}]"
-        elif parent in ("instruments", "variants"):     # objects keyed by name
+        elif parent in ("instruments", "variants", "places", "attendants"):   # objects keyed by name
             out += f"[{k!r}]"
         else:
             out += f".{k}" if out else k

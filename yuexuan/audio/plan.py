@@ -2,7 +2,8 @@
 
 Everything the plan knows of an instrument (family, pitched, ``[synth]`` table, position) comes
 from the timeline's ``instruments`` facts, never from the instrument files: a saved timeline JSON
-renders the same wherever it is read.
+renders the same wherever it is read. A note is heard from where its performers are during its
+cue: the cue's ``places`` entry for its instrument, else the instrument's ``position_m``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,27 @@ class Body(NamedTuple):
     level: float                       # amplitude of its [synth] gain_db
 
 
+class PlacedKey(NamedTuple):
+    """Identity of a cached stereo waveform: a note's sound heard from one of the plan's
+    placements (the same note from two places is two waveforms)."""
+
+    note: notecache.NoteKey
+    place: int                         # index into the plan's placements
+
+
+def cue_positions(timeline: Timeline) -> dict:
+    """{(cue id, instrument): (x, y, z) metres} of every cue's ``places``."""
+    out = {}
+    for c in timeline.cues:
+        for name, entry in c.places.items():
+            pos = entry.get("position_m") if isinstance(entry, dict) else None
+            if not (isinstance(pos, (list, tuple)) and len(pos) == 3):
+                raise UserError(f"cue {c.id!r}: places[{name!r}] has no position_m [x, y, z]; "
+                                f"recompile the cue sheet")
+            out[(c.id, name)] = tuple(float(v) for v in pos)
+    return out
+
+
 def bodies(timeline: Timeline, names) -> dict:
     """:class:`Body` of each instrument in ``names``, by name, from ``timeline.instruments``."""
     out = {}
@@ -73,7 +95,7 @@ class Plan:
     starts: np.ndarray                 # int64 start sample of each event (travel delay included)
     ends: np.ndarray                   # int64 end sample (exclusive)
     gains: np.ndarray                  # float32 amplitude of each event
-    keys: list                         # notecache.NoteKey of each event
+    keys: list                         # PlacedKey of each event
     inst: np.ndarray                   # int index into names
     names: list                        # instrument names with events, timeline order
     total: int                         # samples in the file
@@ -105,25 +127,35 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
             raise UserError(f"note of cue {n.cue!r} at {n.time:.3f} s on {n.instrument} has "
                             f"frequency {n.hz!r} Hz; expected 10 Hz .. {0.45 * sr:.0f} Hz")
     index = {nm: i for i, nm in enumerate(names)}
-    places = {nm: space.placement(listener, insts[nm].position_m, sr, seed_name=nm) for nm in names}
+    moved = cue_positions(timeline)
+    placements, place_of = [], {}      # Placement list; (instrument, position) -> its index
 
-    def make(key: notecache.NoteKey) -> np.ndarray:
-        body = insts[key.instrument]
-        mono = notecache.note_from_key(key, body.family, body.synth, sr)
-        return space.spatialise(mono, places[key.instrument])
+    def place_index(name: str, pos: tuple) -> int:
+        k = place_of.get((name, pos))
+        if k is None:
+            k = place_of[(name, pos)] = len(placements)
+            placements.append(space.placement(listener, pos, sr, seed_name=name))
+        return k
+
+    def make(key: PlacedKey) -> np.ndarray:
+        body = insts[key.note.instrument]
+        mono = notecache.note_from_key(key.note, body.family, body.synth, sr)
+        return space.spatialise(mono, placements[key.place])
 
     starts, ends, gains, keys, inst_idx = [], [], [], [], []
     for n in notes:
-        body, place = insts[n.instrument], places[n.instrument]
-        key = notecache.note_key(n.instrument, body.family, n.hz if body.pitched else None,
-                                 n.velocity, n.duration, n.lyric)
+        body = insts[n.instrument]
+        k = place_index(n.instrument, moved.get((n.cue, n.instrument), body.position_m))
+        place = placements[k]
+        key = PlacedKey(notecache.note_key(n.instrument, body.family, n.hz if body.pitched else None,
+                                           n.velocity, n.duration, n.lyric), k)
         s = int(round(n.time * sr)) + place.delay_samples
         if s < 0:
             continue
         starts.append(s)
-        ends.append(s + synth.length(body.family, body.synth, key.duration_s, sr)
+        ends.append(s + synth.length(body.family, body.synth, key.note.duration_s, sr)
                     + place.length_extra)
-        gains.append(synth.velocity_gain(n.velocity) / synth.velocity_gain(key.velocity)
+        gains.append(synth.velocity_gain(n.velocity) / synth.velocity_gain(key.note.velocity)
                      * body.level)
         keys.append(key)
         inst_idx.append(index[n.instrument])

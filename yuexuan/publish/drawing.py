@@ -3,7 +3,10 @@
 Positions come from ``rite/courtyard.toml`` (:mod:`yuexuan.rite.courtyard`) and the timeline's instrument facts (metres; x east,
 y north). Two panels share one file: the 乐县 in detail (north up) and the whole 侯道 at a smaller
 scale. Every instrument is drawn exactly once, as ``<g id="inst-NAME" data-instrument="NAME">``,
-so a page can light it (class ``sounding``). Pure: :func:`layout_svg` returns text; the geometry
+so a page can light it (class ``sounding``). Performers who move (the facts' ``places``, filled by
+the compiler from the cues' ``places``) are drawn again at each other place, as
+``<g class="yx-place" data-instrument="NAME" data-where="…" data-cues="ID ID …">``, with an
+arrow from their home and the officials standing by. Pure: :func:`layout_svg` returns text; the geometry
 (metres to pixels, label placement) is :mod:`yuexuan.publish.drawing_geometry`.
 """
 
@@ -36,6 +39,11 @@ STYLE = """
 .yx-inst text { font-size: 13px; fill: #111; }
 .yx-inst.sounding .yx-mark { fill: #ffd21f; stroke: #d40000; stroke-width: 3; }
 .yx-inst.sounding text { fill: #d40000; font-weight: bold; }
+.yx-place .yx-mark { fill-opacity: 0.35; stroke-dasharray: 3 2; }
+.yx-place.here .yx-mark { fill: #ffd21f; fill-opacity: 1; stroke: #d40000; stroke-width: 3; }
+.yx-place text, .yx-attendant text { font-size: 11px; fill: #333; }
+.yx-place.here text, .yx-attendant.here text { fill: #d40000; font-weight: bold; }
+.yx-attendant.here rect { fill: #ffd21f; stroke: #d40000; }
 .yx-small { font-size: 11px; fill: #333; }
 .yx-label { font-size: 13px; fill: #111; }
 .yx-title { font-size: 18px; font-weight: bold; fill: #111; }
@@ -99,7 +107,8 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     over = Panel(det.x0 + det.size[0] + 70, 95, far_x, (far_y, DETAIL_Y[1]), OVER_PX)
     width = over.x0 + over.size[0] + 130
     legend_y = max(det.y0 + det.size[1], over.y0 + over.size[1]) + 40
-    n_legend = len(instruments) + len(court.targets) + len(court.landmarks) + len(court.listeners) + 4
+    n_legend = len(instruments) + len(court.targets) + len(court.landmarks) + len(court.listeners) + 4 \
+        + sum(len(f.get("places", ())) for f in instruments.values())
     height = legend_y + 20 * n_legend + 40
 
     root = ET.Element("svg", {"xmlns": SVG_NS, "version": "1.1", "width": f"{width:.0f}",
@@ -108,6 +117,9 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     _el(root, "title", title or "大射仪 乐县 · The Great Archery Rite: the music suspension and the range",
         id="yx-title")
     _el(root, "style", STYLE)
+    marker = _el(_el(root, "defs"), "marker", id="yx-arrow", viewBox="0 0 8 8", refX=8, refY=4,
+                 markerWidth=6, markerHeight=6, orient="auto")
+    _el(marker, "path", d="M0,0 L8,4 L0,8 Z", fill="#777")
     _el(root, "rect", x=0, y=0, width=f"{width:.0f}", height=f"{height:.0f}", fill="#fbf8f0")
     _el(root, "text", title or "大射仪 乐县与侯道 · The music suspension and the target range",
         class_="yx-title", x=20, y=30)
@@ -159,6 +171,7 @@ def _draw_detail(root, p: Panel, court: Courtyard, instruments: dict, lab: Label
         lab.reserve(cx - 11, cy - 8, cx + 11, cy + 8)
     for n, x, y in items:
         _instrument(g, n, instruments[n], *p(x, y), lab)
+    _places(g, p, instruments, lab)
     for text, (bx0, _, bx1, by1) in xians:    # the 县 named under their boxes
         _label(g, lab, (bx0 + bx1) / 2, by1 - 2, text, size=11, cls="yx-small", gap=4)
     for lm in court.landmarks:
@@ -192,6 +205,40 @@ def _instrument(parent, name: str, facts: dict, cx: float, cy: float, lab: Label
     _marker(g, facts.get("family", ""), cx, cy)
     x, y, anchor = lab.place(cx, cy, name, size, 11)
     _el(g, "text", name, x=round(x, 1), y=round(y, 1), dy="0.35em", text_anchor=anchor)
+
+
+def _places(parent, p: Panel, instruments: dict, lab: Labeller) -> None:
+    """Each performer's other places (facts ``places``), labelled with the place and its cues, an
+    arrow from home; and the officials standing by (``attendants``)."""
+    for name, facts in instruments.items():
+        home = tuple(facts["position_m"][:2])
+        for row in facts.get("places", ()):
+            x, y = row["position_m"][:2]
+            cues = row.get("cues", [])
+            if (x, y) != home and p.holds(x, y):
+                cx, cy = p(x, y)
+                g = _el(parent, "g", class_="yx-place", data_instrument=name, data_where=row["where"],
+                        data_cues=" ".join(cues))
+                _el(g, "title", f"{name} at {row['where']} during {', '.join(cues)}")
+                if p.holds(*home):
+                    hx, hy = p(*home)
+                    _el(g, "path", d=f"M{hx},{hy} L{cx},{cy}", stroke="#777", stroke_width=0.8,
+                        stroke_dasharray="2 3", fill="none", marker_end="url(#yx-arrow)")
+                _marker(g, facts.get("family", ""), cx, cy, r=6.0)
+                lab.reserve(cx - 7, cy - 7, cx + 7, cy + 7)
+                text = f"{name} → {row['where']}"
+                x_, y_, anchor = lab.place(cx, cy, text, 11, 10)
+                _el(g, "text", text, x=round(x_, 1), y=round(y_, 1), dy="0.35em", text_anchor=anchor)
+            for who, pos in row.get("attendants", {}).items():
+                if p.holds(*pos[:2]):
+                    ax, ay = p(*pos[:2])
+                    g = _el(parent, "g", class_="yx-attendant", data_attendant=who,
+                            data_cues=" ".join(cues))
+                    _el(g, "title", f"{who}, standing by the {name} during {', '.join(cues)}")
+                    _el(g, "rect", x=ax - 4, y=ay - 4, width=8, height=8, fill="#fff", stroke="#555")
+                    lab.reserve(ax - 5, ay - 5, ax + 5, ay + 5)
+                    x_, y_, anchor = lab.place(ax, ay, who, 11, 8)
+                    _el(g, "text", who, x=round(x_, 1), y=round(y_, 1), dy="0.35em", text_anchor=anchor)
 
 
 def _listener(parent, li: Listener, cx: float, cy: float, lab: Labeller) -> None:
@@ -289,3 +336,11 @@ def _draw_legend(root, x: float, y: float, court: Courtyard, instruments: dict) 
         _el(g, "text", f"{li.name} (听)", class_="yx-label", x=cols[0], y=y)
         _el(g, "text", f"listener: {li.english}", class_="yx-label", x=cols[2], y=y)
         y += 20
+    for name, f in instruments.items():     # where performers who move are, cue by cue
+        for row in f.get("places", ()):
+            _el(g, "text", f"{name} → {row['where']}", class_="yx-label yx-place-key", x=cols[0], y=y,
+                data_instrument=name, data_cues=" ".join(row.get("cues", [])))
+            cues = row.get("cues", [])
+            shown = ", ".join(cues) if len(cues) <= 4 else f"{cues[0]}, {cues[1]} … {cues[-1]} ({len(cues)} cues)"
+            _el(g, "text", "cues: " + shown, class_="yx-label", x=cols[2], y=y)
+            y += 20

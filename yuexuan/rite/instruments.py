@@ -16,7 +16,65 @@ XIAN = ("东", "西", "北", "南", "堂下", "堂上", "侯")   # 堂下: at th
 SUSPENSIONS = ("编悬", "特悬")
 _KEYS = {"name", "pinyin", "english", "family", "kind", "xian", "suspension", "count", "pitched",
          "octave", "pitch_set", "gm_program", "gm_drum_key", "facing", "position_m", "source",
-         "notes", "synth"}
+         "notes", "synth", "place"}
+_PLACE_KEYS = {"where", "position_m", "source", "cues", "from_cue", "when", "attendants"}
+MAX_PLACES = 64                # [[place]] rows an instrument file may have
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a performer is during some cues (a ``[[place]]`` row of an instrument file).
+
+    It applies to the cues of ``cues``, or to ``from_cue`` and every later cue of the sheet, and
+    only under the settings of ``when`` (variant key -> option); the first row that applies gives
+    the place, and a cue no row applies to hears the instrument at its ``position_m``."""
+
+    where: str                 # the text's name of the place, e.g. 东坫之东南
+    position_m: tuple          # (x east, y north, z up), metres
+    source: str
+    cues: tuple = ()           # cue ids
+    from_cue: str | None = None
+    when: dict = field(default_factory=dict)
+    attendants: dict = field(default_factory=dict)   # official -> (x, y, z) m: drawn, not heard
+
+    def applies(self, cue_id: str, so_far: dict, variants: dict) -> bool:
+        """True for ``cue_id`` under the chosen ``variants``; ``so_far[id]`` is the set of cue ids
+        the sheet has at or before cue ``id``."""
+        if any(variants.get(k) != v for k, v in self.when.items()):
+            return False
+        return cue_id in self.cues or (self.from_cue is not None
+                                       and self.from_cue in so_far.get(cue_id, ()))
+
+    def timeline_entry(self) -> dict:
+        """The plain dict a :class:`~yuexuan.timeline.Cue`'s ``places`` holds for it."""
+        out = {"where": self.where, "position_m": list(self.position_m), "source": self.source}
+        if self.attendants:
+            out["attendants"] = {k: list(v) for k, v in self.attendants.items()}
+        return out
+
+
+def _position(f: tomlfile.Fields, key: str, value) -> tuple:
+    """[x, y, z] metres within 1000 m of the 堂, else a one-line error naming ``key``."""
+    if not isinstance(value, list) or len(value) != 3 or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise f.error(key, "expected [x, y, z] in metres")
+    if any(abs(v) > 1000 for v in value):
+        raise f.error(key, "absurd position; expected metres within 1000 of the 堂")
+    return tuple(float(v) for v in value)
+
+
+def _place(f: tomlfile.Fields) -> Place:
+    f.unknown(_PLACE_KEYS)
+    cues, from_cue = f.strings("cues"), f.get("from_cue", str, None)
+    if bool(cues) == (from_cue is not None):
+        raise f.error("cues", "a place needs either `cues` (a list of cue ids) or `from_cue`")
+    when = f.get("when", dict, {})
+    for k, v in when.items():
+        if not isinstance(v, str):
+            raise f.error("when", f"expected variant key = \"option\", got {k} = {v!r}")
+    attendants = {k: _position(f, "attendants", v) for k, v in f.get("attendants", dict, {}).items()}
+    return Place(f.get("where", str), _position(f, "position_m", f.get("position_m", list)),
+                 f.get("source", str), cues, from_cue, dict(when), attendants)
 
 
 @dataclass(frozen=True)
@@ -42,6 +100,7 @@ class Instrument:
     gm_drum_key: int | None = None  # GM percussion key (channel 10) for unpitched bodies
     synth: dict = field(default_factory=dict)
     file: str = ""
+    places: tuple = ()         # Place rows: where it is during some cues (else at position_m)
 
     def can_sound(self, pitch: Pitch) -> bool:
         return pitch in self.pitch_set
@@ -63,11 +122,7 @@ def load_instrument(path: str | Path) -> Instrument:
     f = tomlfile.Fields(data, str(path), text, "")
     f.unknown(_KEYS)
     pitched = f.get("pitched", bool, False)
-    pos = f.get("position_m", list)
-    if len(pos) != 3 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pos):
-        raise f.error("position_m", "expected [x, y, z] in metres")
-    if any(abs(v) > 1000 for v in pos):
-        raise f.error("position_m", "absurd position; expected metres within 1000 of the 堂")
+    pos = _position(f, "position_m", f.get("position_m", list))
     pitch_set = ()
     if pitched:
         raw = f.get("pitch_set", list)
@@ -86,12 +141,55 @@ def load_instrument(path: str | Path) -> Instrument:
     return Instrument(
         name=f.get("name", str), pinyin=f.get("pinyin", str, ""), english=f.get("english", str, ""),
         family=f.get("family", str, choices=FAMILIES), kind=f.get("kind", str, choices=KINDS),
-        xian=f.get("xian", str, choices=XIAN), position_m=tuple(float(v) for v in pos),
+        xian=f.get("xian", str, choices=XIAN), position_m=pos,
         facing=f.get("facing", str, ""), source=f.get("source", str), notes=f.get("notes", str, ""),
         suspension=f.get("suspension", str, None, choices=SUSPENSIONS),
         count=f.get("count", int, 1, lo=1, hi=64), pitched=pitched,
         octave=f.get("octave", int, 0, lo=-4, hi=4), pitch_set=pitch_set, gm_program=gm_program,
-        gm_drum_key=gm_drum_key, synth=dict(f.get("synth", dict, {})), file=str(path))
+        gm_drum_key=gm_drum_key, synth=dict(f.get("synth", dict, {})), file=str(path),
+        places=tuple(_place(p) for p in f.tables("place", [], limit=MAX_PLACES)))
+
+
+def cue_places(insts: dict, cue_ids: list, variants: dict, vdefs: dict) -> dict:
+    """{cue id: {instrument: Place.timeline_entry()}} for the cues ``cue_ids`` (the sheet's order)
+    under the chosen ``variants``: the first ``[[place]]`` row of each instrument that applies.
+    A ``when`` naming an unknown variant or option is a UserError naming the instrument file."""
+    for inst in insts.values():
+        for i, pl in enumerate(inst.places):
+            for k, v in pl.when.items():
+                if k not in vdefs or v not in vdefs[k]["options"]:
+                    raise UserError(f"unknown variant setting {k} = {v!r} (see rite/variants.toml)",
+                                    file=inst.file, key=f"place[{i}].when")
+    so_far, seen = {}, set()
+    for cid in cue_ids:
+        seen.add(cid)
+        so_far[cid] = frozenset(seen)
+    out = {}
+    for cid in cue_ids:
+        here = {}
+        for name, inst in insts.items():
+            pl = next((p for p in inst.places if p.applies(cid, so_far, variants)), None)
+            if pl is not None:
+                here[name] = pl.timeline_entry()
+        out[cid] = here
+    return out
+
+
+def place_summary(places_by_cue: dict) -> dict:
+    """{instrument: [{where, position_m, cues}]}: each distinct place of ``places_by_cue`` (as
+    :func:`cue_places` returns) with the cue ids it holds for, in cue order: the drawing's key."""
+    out: dict = {}
+    for cid, here in places_by_cue.items():
+        for name, entry in here.items():
+            rows = out.setdefault(name, [])
+            row = next((r for r in rows if r["where"] == entry["where"]
+                        and r["position_m"] == entry["position_m"]), None)
+            if row is None:
+                rows.append({"where": entry["where"], "position_m": entry["position_m"],
+                             "attendants": entry.get("attendants", {}), "cues": [cid]})
+            else:
+                row["cues"].append(cid)
+    return out
 
 
 def load_all(source: DataSource = DataSource()) -> dict:

@@ -69,6 +69,10 @@
     track.track.addEventListener('cuechange', () => update());
   }
 
+  // Performers who move: the drawing's other places of theirs (class yx-place, and the officials
+  // by them, yx-attendant) are marked 'here' during the cues of their data-cues.
+  const placeEls = Array.from(document.querySelectorAll('.yx-place, .yx-attendant'))
+    .map(el => [el, new Set((el.dataset.cues || '').split(' '))]);
   let lastKey = '';
   function update() {
     const t = now();
@@ -83,6 +87,7 @@
       if (current && b.dataset.cue === current.id) b.setAttribute('aria-current', 'true');
       else b.removeAttribute('aria-current');
     }
+    for (const [el, ids] of placeEls) el.classList.toggle('here', !!current && ids.has(current.id));
     const cap = captionFromTrack();
     if (cap !== null && captionBox.textContent !== cap) captionBox.textContent = cap;
     if (document.activeElement !== slider) slider.value = t.toFixed(1);
