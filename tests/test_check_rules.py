@@ -222,3 +222,54 @@ def test_nearest_beats_by_searchsorted():
     assert t.tolist() == [1.0, 1.0, 1.0, 2.0, 4.0, 2.0, 4.0]   # a tie goes to the earlier
     idx, t = shiho.nearest_beats(np.array([0.0, 7.0]), np.array([3.0]))
     assert t.tolist() == [3.0, 3.0]
+
+
+def test_arrow_numbers_and_over_four():
+    rnd = np.array([3, 3, 3, 2, 3, 3, 3], dtype=np.int8)
+    names = ["甲", "乙", "甲", "甲", "甲", "甲", "甲"]
+    t = np.array([5.0, 1.0, 2.0, 0.0, 9.0, 7.0, 8.0])
+    # 甲's round-3 shots in time order: 2.0, 5.0, 7.0, 8.0, 9.0; 乙 one; 甲's round-2 one
+    assert shiho.arrow_numbers(rnd, names, t).tolist() == [2, 1, 1, 1, 5, 3, 4]
+    assert shiho.over_four(rnd, names) == [(3, "甲", 5)]
+    assert shiho.over_four(rnd[:4], names[:4]) == [] and shiho.over_four(rnd[:0], []) == []
+
+
+def test_own_strokes_and_their_live_strokes():
+    from types import SimpleNamespace
+
+    from yuexuan.check import ownjie
+    from yuexuan.timeline import Beat
+
+    beats = [Beat(10.0, "c", "p", 1, False, None, None, None),
+             Beat(11.0, "c", "p", 2, True, "上射", "甲", 1), Beat(13.0, "c", "p", 2, True, "下射", "乙", 1),
+             Beat(15.0, "c", "p", 3, True, "上射", "甲", 2), Beat(17.0, "c", "p", 3, True, "下射", "乙", 2),
+             Beat(99.0, "other", "p", 3, True, "上射", "甲", 1)]
+    rnd = np.array([3, 3, 3, 3, 2])
+    names = ["甲", "乙", "甲", "丙", "甲"]
+    t = np.array([15.2, 13.0, 11.1, 12.0, 11.0])
+    got = ownjie.own_strokes(beats, ["c"], rnd, names, t)
+    assert got[:3].tolist() == [15.0, 13.0, 11.0] and np.isnan(got[3]) and np.isnan(got[4])
+    plan = np.array([10.0, 11.0, 13.0, 15.0, 17.0])
+    align = SimpleNamespace(live_s=np.array([10.02, 11.03, 15.05]), plan_index=np.array([0, 1, 3]),
+                            live_index=np.array([0, 1, 2]))
+    live = ownjie.live_strokes(got, plan, align)
+    assert live[0] == pytest.approx(15.05) and np.isnan(live[1]) and live[2] == pytest.approx(11.03)
+    assert np.isnan(live[3]) and np.isnan(live[4])
+
+
+def test_o21_and_huo_called():
+    GONG, SHI = 0, 4
+    res = {r: k for k, r in enumerate(shiho.RESULTS)}
+    rank = np.array([GONG, GONG, GONG, SHI, SHI, SHI, GONG])
+    target = np.array([0, 2, -1, 2, 1, 2, 0])
+    result = np.array([res["着侯"], res["梱复"], res["留"], res["贯"], res["贯"], res["着侯"], res["贯"]])
+    pair = np.full(7, -1)
+    on = shiho.huo_called(rank, target, result, pair)
+    off = shiho.huo_called(rank, target, result, pair, shiho.Settings(gong_outside_hu=False))
+    assert on.tolist() == [True, True, False, True, False, False, True]
+    assert off.tolist() == [False, True, False, True, False, False, True]
+    r2 = np.full(7, 2)
+    rel, reason = shiho.decide(r2, rank, target, result, shiho.hou_of_pairs(rank, pair), np.ones(7, bool),
+                               shiho.Settings(gong_outside_hu=False))
+    assert shiho.REASONS[reason[0]] == "不贯不释" and shiho.REASONS[reason[2]] == "不中"
+    assert shiho.REASONS[reason[5]] == "不贯不释" and rel.tolist() == off.tolist()
