@@ -9,16 +9,19 @@ sheet of the repository (``tests/data/*.toml``, ``bench/*.toml``).
 
 Which seed a quote claims (the rule):
 
-* A text is cut into *citations*: at ``;`` and ``；`` outside quotes, and at line ends (in Markdown
+* A text is cut into *citations*: at ``;``, ``；`` and a sentence's ``. `` (a full stop and a space)
+  outside quotes, and at line ends (in Markdown
   at paragraph ends instead: blank lines, headings, list items and table rows, whose ``|`` cells
   are citations of their own; a wrapped line goes on the same citation).
-* A quote 「…」 in a citation takes, of the tags ``[000]``…``[004]`` of that citation:
+* A quote 「…」 in a citation takes one of that citation's markers, the tags ``[000]``…``[004]`` and
+  the words ``OUTSIDE`` and ``INFERENCE`` (which claim no seed):
   (a) the tag right after it, with only spaces, punctuation and other quotes between
   (``「…」 [001]``, ``「…」, [004]``; ``「A」，「B」 [001]`` tags both); else
   (b) the last tag before it (``郑 [000] 「…」``, ``盛 [004]: 「…」: prose (「B」 [001])`` gives
   the first quote [004], 「B」 [001]); else
   (c) the first tag after it (``「A」 and 「B」 [001]``).
-  A citation without a tag names no seed: its quotes are not checked (OUTSIDE and untagged sayings).
+  A quote whose marker is OUTSIDE or INFERENCE, or whose citation has no marker, names no seed and
+  is not checked (``礼记·射义 「…」 (OUTSIDE)``, untagged sayings).
 * A quote that is only ``…`` (a placeholder) is skipped.
 
 How a quote is found: quote and seed are compared without punctuation (Chinese and ASCII), spaces
@@ -50,7 +53,7 @@ MAX_GAP = 400
 
 _FOOTNOTE = re.compile(r"[（(]\d{1,3}[）)]")
 _QUOTE = re.compile(r"「([^「」]*)」")
-_TAG = re.compile(r"\[(00[0-4])\]")
+_TAG = re.compile(r"\[(00[0-4])\]|\b(OUTSIDE|INFERENCE)\b")
 _CUT = re.compile(r"…+|\.{3,}")
 _TABLE = str.maketrans(VARIANTS)
 
@@ -62,13 +65,15 @@ def normalise(text: str) -> str:
 
 
 def _split_outside_quotes(text: str, seps: str) -> list:
+    """``text`` cut at the characters of ``seps`` outside 「…」; a "." in ``seps`` cuts only where a
+    space or the end follows it (a sentence's end)."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch == "「":
             depth += 1
         elif ch == "」":
             depth = max(0, depth - 1)
-        elif ch in seps and depth == 0:
+        elif ch in seps and depth == 0 and (ch != "." or text[i + 1:i + 2] in ("", " ", "\t")):
             out.append(text[start:i])
             start = i + 1
     out.append(text[start:])
@@ -110,19 +115,19 @@ def _markdown_units(text: str) -> list:
 def citations(text: str, markdown: bool) -> list:
     """The citations of a text (see the module docstring)."""
     units = _markdown_units(text) if markdown else text.splitlines()
-    return [c for u in units for c in _split_outside_quotes(u, ";；")]
+    return [c for u in units for c in _split_outside_quotes(u, ";；.")]
 
 
 def tagged_quotes(citation: str) -> list:
     """(quote, tag) for each quote of ``citation`` that claims a seed."""
-    tags = [(m.start(), m.group(1)) for m in _TAG.finditer(citation)]
+    tags = [(m.start(), m.group(1) or m.group(2)) for m in _TAG.finditer(citation)]
     out = []
     for m in _QUOTE.finditer(citation):
         after = [(pos, t) for pos, t in tags if pos >= m.end()]
         before = [t for pos, t in tags if pos < m.start()]
         right_after = after and not normalise(_QUOTE.sub("", citation[m.end():after[0][0]]))
         tag = after[0][1] if right_after else before[-1] if before else after[0][1] if after else None
-        if tag is not None:
+        if tag in TAGS:
             out.append((m.group(1), tag))
     return out
 
@@ -193,6 +198,18 @@ def test_every_tagged_quote_is_verbatim_from_its_seed():
     assert not missing, "quotes not found verbatim in the seed they cite:\n" + "\n".join(missing)
 
 
+def test_every_quote_closes_in_its_line_or_paragraph():
+    """A quote left open at a line end (TOML) or paragraph end (Markdown), or one 「 inside another,
+    would escape the scan above."""
+    bad = []
+    for path in scanned_files():
+        text = path.read_text(encoding="utf-8")
+        for unit in (_markdown_units(text) if path.suffix == ".md" else text.splitlines()):
+            if unit.count("「") != unit.count("」") or re.search("「[^」]*「", unit):
+                bad.append(f"{path.relative_to(REPO)}: {unit[:80]}")
+    assert not bad, "quotes not closed where they open (keep each 「…」 on one line):\n" + "\n".join(bad)
+
+
 # --- the rule itself, on known cases -------------------------------------------------------------
 
 def test_the_tag_after_a_quote_else_the_one_before_within_a_citation():
@@ -202,6 +219,10 @@ def test_the_tag_after_a_quote_else_the_one_before_within_a_citation():
     assert tagged_quotes("郑 「甲」 (OUTSIDE)") == []
     assert tagged_quotes("盛 [004] 「甲」: prose (「乙」 [001])") == [("甲", "004"), ("乙", "001")]
     assert tagged_quotes("「甲」 and 「乙」 [001]") == [("甲", "001"), ("乙", "001")]
+    assert tagged_quotes("乡射 [000] 「甲」, prose: 射义 「乙」 (OUTSIDE)") == [("甲", "000")]
+    assert [q for c in citations("郑 [000] 「甲」. Then 「乙」 (INFERENCE)", markdown=False)
+            for q in tagged_quotes(c)] == [("甲", "000")]
+    assert citations("e.g.「甲」 [001]", markdown=False) == ["e.g.「甲」 [001]"]
     assert tagged_quotes("郑 [000] 「甲」 「乙」, [002]") == [("甲", "002"), ("乙", "002")]
     assert [q for c in citations("郑 [000] 「甲」; 「乙」, [002]", markdown=False)
             for q in tagged_quotes(c)] == [("甲", "000"), ("乙", "002")]
