@@ -172,3 +172,19 @@ def test_listing_names_at_least_20_open_questions():
     for key in ("sixia_manner", "sixia_end", "lu_per_side", "tao_place", "lishou_span", "sanou_rank",
                 "houdao", "wusuan_piece", "ao_luqin"):
         assert f"{key}  — " in out and VDEFS[key]["effect"] in out
+
+
+def test_houdao_moves_the_drawn_targets(tmp_path, default):
+    """`yuexuan layout` draws the 侯 and 乏 where the timeline's O24 setting puts them."""
+    changed, _ = compile_path(sheet_with(tmp_path, "houdao", "敖继公"))
+    before, after = courtyard.for_timeline(default), courtyard.for_timeline(changed)
+    assert (before.houdao.measured_from, after.houdao.measured_from) == ("堂", "物")
+    assert [t.position_m[1] + 4.0 for t in before.targets] == pytest.approx([t.position_m[1] for t in after.targets])
+    sheet = sheet_with(tmp_path, "houdao", "敖继公")
+    svgs = []
+    for cues in (SHEET, sheet):
+        out = tmp_path / f"{cues.stem}.svg"
+        subprocess.run([sys.executable, "-m", "yuexuan", "layout", str(cues), "-o", str(out)], check=True,
+                       capture_output=True, cwd=ROOT)
+        svgs.append(re.findall(r'data-target="[^"]+"[^>]*>.*?</g>', out.read_text(encoding="utf-8"), re.S))
+    assert svgs[0] and svgs[0] != svgs[1]

@@ -30,5 +30,6 @@ def run(args) -> int:
     if out.is_dir():
         raise UserError("is a directory; expected an .svg file path", file=str(out), key="-o")
     source = data_source(args)
-    atomic.write_text(out, build_svg(load_timeline(args, "layout", source), courtyard.load(source=source)))
+    timeline = load_timeline(args, "layout", source)
+    atomic.write_text(out, build_svg(timeline, courtyard.for_timeline(timeline, source)))
     return 0

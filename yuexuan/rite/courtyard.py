@@ -128,6 +128,12 @@ def load(path: str | Path | None = None, source: DataSource = DataSource(),
                      geometry)
 
 
+def for_timeline(timeline, source: DataSource = DataSource()) -> Courtyard:
+    """The courtyard of ``source`` with its targets where the timeline's variant ``houdao`` (O24)
+    puts them (the option names the ``[[houdao]]`` table; the file's default when not set)."""
+    return load(source=source, houdao=timeline.ceremony.variants.get("houdao"))
+
+
 def listeners(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
     """The listener seats by name (宾, 公, 中庭) of ``path`` (default: that of ``source``)."""
     return load(path, source).seats()
