@@ -48,7 +48,7 @@ def run(args) -> int:
                             f"{', '.join(sorted(guide.AUDIO_TYPES))}", file=str(audio), key="--audio")
     source = data_source(args)
     timeline = load_timeline(args, "guide", source)
-    court = courtyard.load(source=source)
+    court = courtyard.for_timeline(timeline, source)
     if audio is None and not args.no_audio:
         audio = _render_audio(timeline, out, Path(args.cues_file).stem, court.seats())
     guide.write_site(timeline, out, audio, court=court)
@@ -63,4 +63,4 @@ def build_step(timeline, cues_path, out_dir, source) -> list:
     stem = Path(cues_path).stem
     audio = next((out_dir / f"{stem}{ext}" for ext in guide.AUDIO_TYPES if (out_dir / f"{stem}{ext}").is_file()),
                  None)
-    return guide.write_site(timeline, out_dir / "guide", audio, court=courtyard.load(source=source))
+    return guide.write_site(timeline, out_dir / "guide", audio, court=courtyard.for_timeline(timeline, source))
