@@ -179,13 +179,13 @@ def test_drawing_marks_the_places(default):
     root = ET.fromstring(svg)
     ns = {"s": drawing.SVG_NS}
     places = root.findall(".//s:g[@class='yx-place']", ns)
-    got = {(g.get("data-instrument"), g.get("data-where")): g.get("data-cues").split() for g in places}
+    got = {(g.get("data-performer"), g.get("data-where")): g.get("data-cues").split() for g in places}
     assert "lishou" in got[("歌", "东坫之东南")] and "lishou" in got[("瑟", "东坫之东南")]
     assert got[("簜", "鼓北 = 建鼓·北之北")] == ["xingong"]
     # the mark stands where the place is: the 歌's 东坫 mark is east of its home mark
     home = root.find(".//s:g[@id='inst-歌']/s:path", ns).get("d")
     there = next(g for g in places if g.get("data-where") == "东坫之东南"
-                 and g.get("data-instrument") == "歌").find("s:path[@class='yx-mark']", ns).get("d")
+                 and g.get("data-performer") == "歌").find("s:path[@class='yx-mark']", ns).get("d")
     x_of = lambda d: float(d[1:].split(",")[0])                      # noqa: E731  (M x,y …)
     assert x_of(there) > x_of(home)
     attendants = {g.get("data-attendant") for g in root.findall(".//s:g[@class='yx-attendant']", ns)}

@@ -5,7 +5,7 @@ y north). Two panels share one file: the 乐县 in detail (north up) and the who
 scale. Every instrument is drawn exactly once, as ``<g id="inst-NAME" data-instrument="NAME">``,
 so a page can light it (class ``sounding``). Performers who move (the facts' ``places``, filled by
 the compiler from the cues' ``places``) are drawn again at each other place, as
-``<g class="yx-place" data-instrument="NAME" data-where="…" data-cues="ID ID …">``, with an
+``<g class="yx-place" data-performer="NAME" data-where="…" data-cues="ID ID …">``, with an
 arrow from their home and the officials standing by. Pure: :func:`layout_svg` returns text; the geometry
 (metres to pixels, label placement) is :mod:`yuexuan.publish.drawing_geometry`.
 """
@@ -217,7 +217,7 @@ def _places(parent, p: Panel, instruments: dict, lab: Labeller) -> None:
             cues = row.get("cues", [])
             if (x, y) != home and p.holds(x, y):
                 cx, cy = p(x, y)
-                g = _el(parent, "g", class_="yx-place", data_instrument=name, data_where=row["where"],
+                g = _el(parent, "g", class_="yx-place", data_performer=name, data_where=row["where"],
                         data_cues=" ".join(cues))
                 _el(g, "title", f"{name} at {row['where']} during {', '.join(cues)}")
                 if p.holds(*home):
@@ -339,7 +339,7 @@ def _draw_legend(root, x: float, y: float, court: Courtyard, instruments: dict) 
     for name, f in instruments.items():     # where performers who move are, cue by cue
         for row in f.get("places", ()):
             _el(g, "text", f"{name} → {row['where']}", class_="yx-label yx-place-key", x=cols[0], y=y,
-                data_instrument=name, data_cues=" ".join(row.get("cues", [])))
+                data_performer=name, data_cues=" ".join(row.get("cues", [])))
             cues = row.get("cues", [])
             shown = ", ".join(cues) if len(cues) <= 4 else f"{cues[0]}, {cues[1]} … {cues[-1]} ({len(cues)} cues)"
             _el(g, "text", "cues: " + shown, class_="yx-label", x=cols[2], y=y)
