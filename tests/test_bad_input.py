@@ -28,13 +28,13 @@ CASES = {
     "absurd_duration": (lambda t: t.replace('open_ended_seconds = 40.0', 'open_ended_seconds = 1e12'), "too large", "ceremony.open_ended_seconds"),
     "nan": (lambda t: t.replace('gap_seconds = 5.0', 'gap_seconds = nan'), "finite", "ceremony.gap_seconds"),
     "missing_key": (lambda t: t.replace('source = "「乃管新宫三终，卒管」 [001]; 郑 「管谓吹簜，以播新宫之乐，其篇亡」 [000]"\n', ''), "missing key", "cue[3].source"),
-    "duplicate_id": (lambda t: t.replace('id = "ao"', 'id = "gai"'), "duplicate cue id 'gai'", "cue[14].id"),
+    "duplicate_id": (lambda t: t.replace('id = "ao"', 'id = "gai"'), "duplicate cue id 'gai'", "cue[17].id"),
     "duplicate_pair": (lambda t: t.replace('id = "次耦"', 'id = "上耦"'), "duplicate pair id", "pair[1].id"),
     "unknown_variant_option": (lambda t: t.replace('luming_sanzhong = "郑玄"', 'luming_sanzhong = "朱熹"'), "unknown value '朱熹'", "variants.luming_sanzhong"),
     "unknown_key": (lambda t: t.replace('zhong = 3\nsanzhong = "xingong_sanzhong"', 'zhongs = 3\nsanzhong = "xingong_sanzhong"'), "unknown key", "cue[3].zhongs"),
-    "wrong_type": (lambda t: t.replace('arrow_seconds = 4.0\npair_seconds = 8.0\n\n[[cue]]\nid = "round2_quhou"', 'arrow_seconds = "four"\npair_seconds = 8.0\n\n[[cue]]\nid = "round2_quhou"'), "expected a number", "cue[5].arrow_seconds"),
+    "wrong_type": (lambda t: t.replace('arrow_seconds = 4.0\npair_seconds = 8.0\n\n[[cue]]\nid = "round1_qushi"', 'arrow_seconds = "four"\npair_seconds = 8.0\n\n[[cue]]\nid = "round1_qushi"'), "expected a number", "cue[5].arrow_seconds"),
     "unknown_pair_group": (lambda t: t.replace('pairs = ["三耦"]\nperformers = "三耦; 获者"', 'pairs = ["四耦"]\nperformers = "三耦; 获者"'), "no pair or group named '四耦'", "cue[5].pairs"),
-    "bad_hits": (lambda t: t.replace('hits = ["x..x.x..",', 'hits = ["x..y.x..",'), "x (hit) or . (miss)", "pair[0].hits"),
+    "bad_hits": (lambda t: t.replace('hits = ["x..x.x..",', 'hits = ["x..z.x..",'), "x (hit), . (miss)", "pair[0].hits"),
     "gong_as_upper": (lambda t: t.replace('upper = { name = "宾", rank = "宾" }\nlower = { name = "公", rank = "公" }', 'upper = { name = "公", rank = "公" }\nlower = { name = "宾", rank = "宾" }'), "下射", "pair[3].upper"),
 }
 
