@@ -188,3 +188,19 @@ def test_houdao_moves_the_drawn_targets(tmp_path, default):
                        capture_output=True, cwd=ROOT)
         svgs.append(re.findall(r'data-target="[^"]+"[^>]*>.*?</g>', out.read_text(encoding="utf-8"), re.S))
     assert svgs[0] and svgs[0] != svgs[1]
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda t: t.replace('cue = { piece = "四牡" }', 'cue = { pieces = "四牡" }'), "cue.pieces"),
+    (lambda t: t.replace('facts = { "鼗" = { position_m = [-10.6', 'facts = { "鼗" = { place_m = [-10.6'), "place_m"),
+    (lambda t: t.replace('default = "连奏"', 'default = "断奏"'), "lishou_span.default"),
+])
+def test_a_broken_variants_file_is_one_clear_error(tmp_path, edit, key):
+    from yuexuan.errors import UserError
+    text = (ROOT / "rite" / "variants.toml").read_text(encoding="utf-8")
+    bad = tmp_path / "variants.toml"
+    bad.write_text(edit(text), encoding="utf-8")
+    assert bad.read_text(encoding="utf-8") != text, "the edit must change the file"
+    with pytest.raises(UserError) as err:
+        variants.load(bad)
+    assert str(bad) in str(err.value) and key in str(err.value)

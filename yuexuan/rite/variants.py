@@ -22,8 +22,28 @@ FACT_FIELDS = ("position_m", "pitch_set", "count", "suspension")
 def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
     """{variant key: {question, default, options: {name: {source, …effect data}}}} of ``path``
     (default rite/variants.toml of ``source``)."""
-    data, _ = tomlfile.load(Path(path) if path else source.path("rite", "variants.toml"))
+    path = Path(path) if path else source.path("rite", "variants.toml")
+    data, text = tomlfile.load(path)
+    _check(tomlfile.Fields(data, str(path), text, ""))
     return data
+
+
+def _check(top: tomlfile.Fields) -> None:
+    """Each variant has a question, options with a source, a default among them, and generic effect
+    tables (``cue``, ``facts``) with known fields; a mistake is one UserError naming file and key."""
+    for key in top.data:
+        v = top.table(key)
+        v.get("question", str)
+        options = v.table("options")
+        v.get("default", str, choices=tuple(options.data))
+        for name in options.data:
+            opt = options.table(name)
+            opt.get("source", str)
+            if opt.has("cue"):
+                opt.table("cue").unknown(set(CUE_FIELDS))
+            facts = opt.table("facts", {})
+            for inst in facts.data:
+                facts.table(inst).unknown(set(FACT_FIELDS))
 
 
 def effect(variants: dict, chosen: dict, key: str) -> dict:
