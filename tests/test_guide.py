@@ -255,6 +255,21 @@ def test_cue_list_is_keyboard_operable(browser, server, timeline):
     assert _problems(browser.get_log("browser")) == []
 
 
+def test_a_later_melody_is_named_in_the_cue_list_and_the_caption(browser, server, timeline):
+    """鹿鸣 is a Song melody (风雅十二诗谱): its button and its caption say so; 新宫's do not."""
+    _open(browser, server + "/bare/index.html")
+    text = browser.execute_script("return Object.fromEntries(Array.from(document.querySelectorAll("
+                                  "'button.cue')).map(b => [b.dataset.cue, b.innerText]))")
+    assert "后世谱" in text["luming"] and "风雅十二诗谱" in text["luming"]
+    assert "后世谱" not in text["xingong"]
+    _wait(browser, "return document.getElementById('captions').track.cues.length > 0")
+    browser.execute_script("window.yuexuanSeek(arguments[0])", timeline.cue("luming").start + 1)
+    assert "not a Zhou tune" in _wait(browser, "return document.getElementById('caption').textContent")
+    browser.execute_script("window.yuexuanSeek(arguments[0])", timeline.cue("xingong").start + 1)
+    assert "not a Zhou tune" not in _wait(browser, "return document.getElementById('caption').textContent")
+    assert _problems(browser.get_log("browser")) == []
+
+
 def test_bilingual_and_phone_width(browser, server):
     from selenium.webdriver.support.ui import Select
     from selenium.webdriver.common.by import By

@@ -55,7 +55,13 @@
   const track = document.getElementById('captions');
   function captionFromTrack() {
     const tt = track && track.track;
-    if (!tt || !tt.activeCues) return null;
+    if (!tt) return null;
+    if (!hasAudio) {        // no media clock, so no activeCues: pick the cues by the slider's time
+      if (!tt.cues) return null;
+      const t = virtualTime;
+      return Array.from(tt.cues).filter(c => c.startTime <= t && t < c.endTime).map(c => c.text).join('\n');
+    }
+    if (!tt.activeCues) return null;
     return Array.from(tt.activeCues).map(c => c.text).join('\n');
   }
   if (track) {
@@ -97,13 +103,7 @@
   function seek(t) {
     t = Math.max(0, Math.min(t, Number(slider.max)));
     if (hasAudio) { audio.currentTime = t; }
-    else {
-      virtualTime = t;
-      if (track && track.track && track.track.cues) {   // no media clock: pick the cue by hand
-        const active = Array.from(track.track.cues).filter(c => c.startTime <= t && t < c.endTime);
-        captionBox.textContent = active.map(c => c.text).join('\n');
-      }
-    }
+    else { virtualTime = t; }
     update();
   }
   window.yuexuanSeek = seek;
