@@ -11,6 +11,7 @@ from pathlib import Path
 
 from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_facts, voice_offsets
 from yuexuan.compiler.calls import calls_cue
+from yuexuan.compiler.logged import LoggedCalls
 from yuexuan.compiler.music import music_cue
 from yuexuan.compiler.shooting import shejie_cue, shoot_cue
 from yuexuan.data import DataSource
@@ -23,11 +24,13 @@ __all__ = ["compile_sheet", "compile_path", "compile_file"]
 
 
 def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: dict, vdefs: dict,
-                  select: list | None = None) -> tuple:
+                  select: list | None = None, shots=None) -> tuple:
     """Compile a parsed cue sheet. Returns (Timeline, warnings).
 
     ``select``: cue ids to compile, in sheet order; time 0 is then the first selected cue's start
-    and the selected cues follow one another with the sheet's gap.
+    and the selected cues follow one another with the sheet's gap. ``shots``: a shot log
+    (:class:`yuexuan.check.shots.Shots`, times in seconds of this selection) whose arrows make the
+    calls of the rounds it covers (compiler/logged.py).
     """
     # the variants' generic effects (rite/variants.py): roster ranks, cues set or left out, instrument facts
     sheet = replace(sheet, pairs=variants_mod.apply_to_pairs(vdefs, sheet.variants, sheet.pairs))
@@ -44,6 +47,9 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     voices = gong_voices(vdefs, sheet.variants, sheet.rank)
     b = Builder(sheet, insts, rank, variants_mod.effect(vdefs, sheet.variants, "jiangu_bei")["struck"],
                 voice_offsets(voices, insts))
+    log = LoggedCalls(shots, vdefs, sheet.variants) if shots is not None else None
+    if log is not None:
+        b.logged_rounds = log.rounds
     b.narrowed = narrowed
     cues, t = [], 0.0
     for n, spec in enumerate(specs):
@@ -58,6 +64,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
             placed = shoot_cue(b, spec, t)
         else:
             placed = shejie_cue(b, spec, t, pieces, ranks, vdefs)
+        if log is not None and spec.kind in ("shoot", "shejie"):
+            log.sound(b, spec, t, placed.end)
         names = {x.instrument for x in b.notes[first_note:]}
         used = tuple(i for i in insts if i in names)
         recon = spec.reconstruction if spec.reconstruction is not None else placed.reconstruction
@@ -70,6 +78,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
             raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "
                             f"{spec.id!r}; shorten open-ended lengths, gaps or the roster",
                             file=sheet.file, line=spec.line)
+    if log is not None:
+        b.warnings.extend(log.warnings())
     order = {name: k for k, name in enumerate(insts)}
     notes = tuple(sorted(b.notes, key=lambda x: (x.time, order[x.instrument], x.midi)))
     beats = tuple(sorted(b.beats, key=lambda x: x.time))
@@ -78,14 +88,15 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     return Timeline(ceremony, tuple(cues), notes, beats, facts), b.warnings
 
 
-def compile_path(path: str | Path, cues: list | None = None, source: DataSource = DataSource()) -> tuple:
+def compile_path(path: str | Path, cues: list | None = None, source: DataSource = DataSource(),
+                 shots=None) -> tuple:
     """Load the rite's data from ``source`` (default: the packaged data) and compile the cue sheet
-    at ``path``. Returns (Timeline, warnings)."""
+    at ``path`` (with the calls of the shot log ``shots`` when given). Returns (Timeline, warnings)."""
     insts = instruments_mod.load_all(source)
     pieces = pieces_mod.load_all(source)
     vdefs = variants_mod.load(source=source)
     sheet = cuesheet.parse(path, pieces, insts, vdefs)
-    return compile_sheet(sheet, pieces, insts, suspension_mod.load(source=source), vdefs, cues)
+    return compile_sheet(sheet, pieces, insts, suspension_mod.load(source=source), vdefs, cues, shots)
 
 
 def compile_file(path: str | Path, cues: list | None = None, source: DataSource = DataSource()) -> Timeline:
