@@ -265,3 +265,26 @@ def test_shots_option_on_every_command_and_its_mistakes(capsys, tmp_path):
     code = main(["compile", str(CUES), "-o", str(tmp_path / "x.mid"), "--shots", str(bad)])
     err = capsys.readouterr().err
     assert code == 2 and "unknown rank" in err and "bad.csv:2" in err
+
+
+def test_render_follows_the_log(capsys, tmp_path):
+    """render --shots: the 获者's stem sounds only after the logged hit (measured with soundfile)."""
+    import soundfile as sf
+
+    log = write_rows(tmp_path / "one.csv", [dict(zip(HEADER, ["10.0", "公", "公", "下射", "干", "贯",
+                                                              "公耦", "2"]))])
+    onsets = {}
+    for name, extra in (("log", ("--shots", log)), ("strings", ())):
+        stems = tmp_path / f"stems_{name}"
+        code = main(["render", str(CUES), "--cues", "round2_rest", "-o", str(tmp_path / f"{name}.wav"),
+                     "--stems", str(stems), "--sample-rate", "8000", *map(str, extra)])
+        assert code == 0, capsys.readouterr().err
+        audio, sr = sf.read(stems / "获者.wav")
+        level = np.abs(audio).max(axis=1) if audio.ndim > 1 else np.abs(audio)
+        loud = np.flatnonzero(level > 1e-3 * level.max())
+        onsets[name] = (loud[0] / sr, loud[-1] / sr)
+    capsys.readouterr()
+    start, end = onsets["log"]
+    # one call: 宫 at 1.5 s after the arrow (plus the sound's travel from the 侯), its 商 and decay
+    assert 11.5 <= start < 12.5 and end < 10.0 + 12.0
+    assert onsets["strings"] != onsets["log"]
