@@ -66,12 +66,18 @@ def test_midi_round_trip_with_mido(default_timeline, tmp_path):
     for e, g in zip(expected, got):
         assert g[1:4] == e[1:4]
         assert abs(g[0] - e[0]) <= TOL_S and abs(g[4] - e[4]) <= TOL_S
-    # drums on channel 10, every pitched body on a channel of its own
+    # drums and spoken calls (hz None) on channel 10, every pitched note on its body's own channel
     by_track = defaultdict(set)
     for _, name, ch, *_ in notes:
         by_track[name].add(ch)
-    for n in tl.notes:
-        assert (DRUM_CHANNEL in by_track[n.instrument]) == (n.hz is None)
+    got_ch = sorted((t, name, key, ch) for t, name, ch, key, vel, dur in notes)
+    for n, (_, name, key, ch) in zip(sorted(tl.notes, key=lambda n: (n.time, n.instrument, n.midi)), got_ch):
+        assert (name, key) == (n.instrument, n.midi) and (ch == DRUM_CHANNEL) == (n.hz is None)
+    unpitched = {n.instrument for n in tl.notes if n.hz is None}
+    pitched = {n.instrument for n in tl.notes if n.hz is not None}
+    for name, chans in by_track.items():
+        assert (DRUM_CHANNEL in chans) == (name in unpitched)
+        assert len(chans - {DRUM_CHANNEL}) == (1 if name in pitched else 0)
     # markers name every cue at its start; mido's own seconds clock agrees with the timeline
     markers, t = [], 0.0
     for m in mf:                       # merged, time in seconds via the tempo map
