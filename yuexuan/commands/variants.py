@@ -22,7 +22,7 @@ def _data(opt: dict) -> str:
         if isinstance(v, list):
             return " ".join(map(show, v)) or "none"
         return str(v).lower() if isinstance(v, bool) else str(v)
-    return "; ".join(f"{k} = {show(v)}" for k, v in opt.items() if k != "source")
+    return "; ".join(f"{k} = {show(v)}" for k, v in opt.items() if k != "source" and v != {})
 
 
 def listing(defs: dict) -> list:
