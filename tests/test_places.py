@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 import xml.etree.ElementTree as ET
 
@@ -76,11 +77,14 @@ def test_places_survive_the_json_round_trip_and_select(default):
 
 
 def _sheet_with(tmp_path, **chosen) -> str:
+    """A copy of cues/dashe.toml with only the ``[variants]`` settings of ``chosen`` changed."""
     text = DEFAULT_CUES.read_text(encoding="utf-8")
-    lines = "".join(f'{k} = "{v}"\n' for k, v in chosen.items())
-    assert text.count("[variants]\n") == 1
+    for key, option in chosen.items():
+        line = re.compile(rf'^{re.escape(key)} = "[^"]*"', re.M)
+        assert line.search(text), f"cues/dashe.toml's [variants] has no {key}"
+        text = line.sub(f'{key} = "{option}"', text, count=1)
     path = tmp_path / "sheet.toml"
-    path.write_text(text.replace("[variants]\n", "[variants]\n" + lines), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return str(path)
 
 
