@@ -259,3 +259,17 @@ def test_o15_zhang_erqi_holds_the_gong_until_the_shang(tmp_path, default):
     # the round-3 诺 is spoken either way (O16 default), and nothing else moves
     assert [c["start"] for c in tl["cues"]] == [c["start"] for c in tl0["cues"]]
     assert tl["ceremony"]["variants"]["fuhou_gongshang"] == "张尔岐"
+
+
+def test_score_writes_spoken_calls_with_x_noteheads(tmp_path):
+    from music21 import converter
+
+    heads = {}
+    for cid in ("round3_quhou", "round1_quhou"):
+        path = tmp_path / f"{cid}.musicxml"
+        r = run("score", SHEET, "-o", path, "--cues", cid)
+        assert r.returncode == 0, r.stderr
+        notes = [n for n in converter.parse(path).recurse().notes if not n.tie or n.tie.type == "start"]
+        heads[cid] = [n.notehead for n in notes]
+    assert heads["round3_quhou"] == ["x"]                       # one spoken 诺
+    assert len(heads["round1_quhou"]) == 2 and "x" not in heads["round1_quhou"]   # 宫 and 商, sung
