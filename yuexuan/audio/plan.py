@@ -9,6 +9,8 @@ cue: the cue's ``places`` entry for its instrument, else the instrument's ``posi
 from __future__ import annotations
 
 import math
+import threading
+from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -89,6 +91,34 @@ def bodies(timeline: Timeline, names) -> dict:
     return out
 
 
+class SharedMono:
+    """The mono waveform of a note, synthesised once when the note is heard from several places:
+    kept until each of its placements has taken it, then dropped (so memory stays bounded; a
+    placement rebuilt after the cache evicted it synthesises again, identically)."""
+
+    def __init__(self, synthesise, keys):
+        uses = Counter(k.note for k in set(keys))
+        self._synthesise = synthesise
+        self._waiting = {note: n for note, n in uses.items() if n > 1}   # placements not yet built
+        self._kept: dict = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, note: notecache.NoteKey) -> np.ndarray:
+        with self._lock:
+            wave = self._kept.get(note)
+            left = self._waiting.get(note, 0)
+            if left:
+                self._waiting[note] = left - 1
+                if left == 1:
+                    self._kept.pop(note, None)
+        if wave is None:
+            wave = self._synthesise(note)
+            if left > 1:
+                with self._lock:
+                    self._kept[note] = wave
+        return wave
+
+
 @dataclass
 class Plan:
     sample_rate: int
@@ -137,11 +167,6 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
             placements.append(space.placement(listener, pos, sr, seed_name=name))
         return k
 
-    def make(key: PlacedKey) -> np.ndarray:
-        body = insts[key.note.instrument]
-        mono = notecache.note_from_key(key.note, body.family, body.synth, sr)
-        return space.spatialise(mono, placements[key.place])
-
     starts, ends, gains, keys, inst_idx = [], [], [], [], []
     for n in notes:
         body = insts[n.instrument]
@@ -163,6 +188,16 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
     ends_a = np.asarray(ends, dtype=np.int64)
     total = max(int(math.ceil(timeline.duration * sr)), int(ends_a.max()) if len(ends_a) else 0)
     order = np.argsort(starts_a, kind="stable")
+
+    def synthesise(note: notecache.NoteKey) -> np.ndarray:
+        body = insts[note.instrument]
+        return notecache.note_from_key(note, body.family, body.synth, sr)
+
+    mono = SharedMono(synthesise, keys)
+
+    def make(key: PlacedKey) -> np.ndarray:
+        return space.spatialise(mono(key.note), placements[key.place])
+
     return Plan(sr, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
                 [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,
                 total,
