@@ -194,3 +194,38 @@ def test_drawing_marks_the_places(default):
     assert x_of(there) > x_of(home)
     attendants = {g.get("data-attendant") for g in root.findall(".//s:g[@class='yx-attendant']", ns)}
     assert {"乐正", "小乐正"} <= attendants
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Chromium through chromedriver (a `system` test: tests/conftest.py)."""
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options as ChromeOptions
+    from selenium.webdriver.chrome.service import Service
+
+    opts = ChromeOptions()
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1280,900",
+              f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        opts.add_argument(a)
+    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    drv = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"))
+    drv.set_page_load_timeout(30)
+    yield drv
+    drv.quit()
+
+
+def test_the_guide_marks_where_they_are_during_a_cue(browser, tmp_path, default):
+    from yuexuan import cli
+
+    assert cli.main(["guide", str(DEFAULT_CUES), "-o", str(tmp_path / "site"), "--no-audio"]) == 0
+    browser.get((tmp_path / "site" / "index.html").as_uri())
+    here = ("return Array.from(document.querySelectorAll('.yx-place.here, .yx-attendant.here'))"
+            ".map(g => (g.dataset.performer || g.dataset.attendant) + '@' + (g.dataset.where || ''))"
+            ".sort()")
+    for cue, want in (("lishou", ["乐正@", "歌@东坫之东南", "瑟@东坫之东南"]),
+                      ("xingong", ["歌@鼓北 = 建鼓·北之北", "簜@鼓北 = 建鼓·北之北"]),
+                      ("luming", ["小乐正@"])):
+        browser.execute_script("window.yuexuanSeek(arguments[0])", default.cue(cue).start + 1.0)
+        assert browser.execute_script(here) == sorted(want), cue
