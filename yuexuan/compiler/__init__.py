@@ -6,6 +6,7 @@ data files. Every timing decision of the project is made here and nowhere else.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +22,34 @@ from yuexuan.rite import suspension as suspension_mod, variants as variants_mod
 from yuexuan.timeline import Ceremony, Cue, Timeline
 
 __all__ = ["compile_sheet", "compile_path", "compile_file"]
+
+
+class PiecesLookedUp(Mapping):
+    """The pieces by title, noting each title a cue's placer reads (the pieces it sounds), so that
+    the cue's ``later_source`` names their later sources without each placer returning them."""
+
+    def __init__(self, pieces: dict):
+        self._pieces, self.titles = pieces, []
+
+    def __getitem__(self, title):
+        piece = self._pieces[title]
+        if title not in self.titles:
+            self.titles.append(title)
+        return piece
+
+    def __contains__(self, title) -> bool:      # a test of presence sounds nothing
+        return title in self._pieces
+
+    def __iter__(self):
+        return iter(self._pieces)
+
+    def __len__(self) -> int:
+        return len(self._pieces)
+
+    def later_source(self) -> str:
+        """The distinct later sources of the pieces read, in order, joined by '; ' ('' for none)."""
+        found = (self._pieces[t].later_source for t in self.titles)
+        return "; ".join(dict.fromkeys(s for s in found if s))
 
 
 def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: dict, vdefs: dict,
@@ -52,18 +81,20 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
         b.logged_rounds = log.rounds
     b.narrowed = narrowed
     cues, t = [], 0.0
+    places = instruments_mod.cue_places(insts, [c.id for c in sheet.cues], sheet.variants, vdefs)
     for n, spec in enumerate(specs):
         if n:
             t += sheet.gap_seconds
         first_note = len(b.notes)
+        sounded = PiecesLookedUp(pieces)
         if spec.kind == "music":
-            placed = music_cue(b, spec, t, pieces, vdefs)
+            placed = music_cue(b, spec, t, sounded, vdefs)
         elif spec.kind == "calls":
             placed = calls_cue(b, spec, t, vdefs)
         elif spec.kind == "shoot":
             placed = shoot_cue(b, spec, t)
         else:
-            placed = shejie_cue(b, spec, t, pieces, ranks, vdefs)
+            placed = shejie_cue(b, spec, t, sounded, ranks, vdefs)
         if log is not None and spec.kind in ("shoot", "shejie"):
             log.sound(b, spec, t, placed.end)
         names = {x.instrument for x in b.notes[first_note:]}
@@ -72,7 +103,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
         source = f"{spec.source}; {placed.source}" if placed.source else spec.source
         cues.append(Cue(spec.id, placed.piece or spec.piece, spec.action, t, placed.end, used, recon, source,
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
-                        spec.gloss, tuple(placed.phrases), placed.beat_s))
+                        spec.gloss, tuple(placed.phrases), placed.beat_s,
+                        later_source=sounded.later_source(), places=places[spec.id]))
         t = placed.end
         if t > MAX_TIMELINE_S:
             raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "
@@ -85,6 +117,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     beats = tuple(sorted(b.beats, key=lambda x: x.time))
     ceremony = Ceremony(sheet.name, sheet.rank, rank.suspension, sheet.huangzhong_hz, dict(sheet.variants))
     facts = {name: rank_facts(i, voices) for name, i in insts.items() if b.present(i)}
+    for name, rows in instruments_mod.place_summary({c.id: c.places for c in cues}).items():
+        facts[name]["places"] = rows          # the drawing's key to where they go (docs/timeline.md)
     return Timeline(ceremony, tuple(cues), notes, beats, facts), b.warnings
 
 
