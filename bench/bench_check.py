@@ -19,7 +19,7 @@ import numpy as np
 
 from yuexuan.check import shiho
 from yuexuan.check.report import render_csv, render_json
-from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, read_shots
+from yuexuan.check.shots import MISS_CODES, RANKS, RESULTS, ROLES, TARGETS, read_shots
 
 DEFAULT_SHOTS = 100_000
 TARGET_RATIO = 8.0
@@ -31,7 +31,7 @@ def make_log(path: Path, n: int, beats: np.ndarray, seed: int = 3) -> None:
     rank = rng.integers(0, len(RANKS), n)
     role = rng.integers(0, 2, n)
     res = rng.integers(0, len(RESULTS), n)
-    tgt = np.where(res == RESULTS.index("不中"), -1, rng.integers(0, 3, n))
+    tgt = np.where(np.isin(res, MISS_CODES), -1, rng.integers(0, 3, n))   # a miss names no 侯
     rnd = rng.integers(1, 4, n)
     t = np.where(rnd == 3, beats[rng.integers(0, len(beats), n)] + rng.normal(0, 0.06, n),
                  rng.uniform(0, 90, n))
