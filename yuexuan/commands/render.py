@@ -32,8 +32,8 @@ def add_arguments(p) -> None:
 class _Bar:
     """A one-line progress bar on a terminal (stderr); silent otherwise."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
+    def __init__(self, stream=None):
+        self.stream = sys.stderr if stream is None else stream   # the stderr of this run, not of import time
         self.on = hasattr(stream, "isatty") and stream.isatty()
         self.last = -1
 
