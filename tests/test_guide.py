@@ -421,3 +421,40 @@ def test_guide_renders_its_own_audio_when_none_is_given(tmp_path):
     assert 'src="dashe.flac"' in page and "No audio" not in page
     # its captions are the renderer's chapters for that audio
     assert (out / "captions.vtt").read_text(encoding="utf-8") == (out / "dashe.vtt").read_text(encoding="utf-8")
+
+
+def test_static_track_has_a_src(site):
+    """The <track> validates: its src is in the page as written (the data: URL is app.js's, for
+    file:// only)."""
+    import xml.etree.ElementTree as ET
+
+    for d in (site["dir"], site["bare"]):
+        page = (d / "index.html").read_text(encoding="utf-8")
+        tags = re.findall(r"<track\b[^>]*>", page)
+        assert len(tags) == 1
+        attrs = dict(re.findall(r'(\w+)="([^"]*)"', tags[0]))
+        assert attrs["src"] == "captions.vtt" and (d / "captions.vtt").is_file()
+        assert "data:" not in tags[0]
+        ET.fromstring(tags[0].replace(" default>", ' default="default"/>'))      # one well-formed tag
+
+
+@pytest.mark.parametrize("where", ["http", "file"])
+def test_first_caption_shown_at_0(browser, server, timeline, site, where):
+    """Opened and not yet played or sought: the clock reads 0:00 and the caption box shows the
+    first cue's caption (from the served captions.vtt, or over file:// the data: URL)."""
+    url = server + "/site/index.html" if where == "http" else (site["dir"] / "index.html").as_uri()
+    _open(browser, url)
+    first = min(timeline.cues, key=lambda c: (c.start, c.end))
+    assert first.start == 0.0
+    cap = _wait(browser, "return document.getElementById('caption').textContent")
+    state = browser.execute_script("""
+        const a = document.getElementById('audio'), tr = document.getElementById('captions');
+        return {t: a.currentTime, paused: a.paused, clock: document.getElementById('clock').textContent,
+                tsrc: tr.src, first: tr.track.cues[0].text};""")
+    assert state["t"] == 0 and state["paused"] and state["clock"] == "0:00"
+    assert cap == state["first"] and first.piece in cap
+    if where == "http":
+        assert state["tsrc"].endswith("/site/captions.vtt")
+    else:
+        assert state["tsrc"].startswith("data:text/vtt")
+    assert _problems(browser.get_log("browser")) == []

@@ -80,12 +80,12 @@ def index_html(timeline: Timeline, svg: str, vtt: str, audio_name: str | None) -
         typ = AUDIO_TYPES.get(Path(audio_name).suffix.lower(), "")
         audio = (f'<audio id="audio" controls preload="auto">'
                  f'<source src="{e(audio_name)}"{f" type={chr(34)}{typ}{chr(34)}" if typ else ""}>'
-                 f'<track id="captions" kind="captions" srclang="zh" label="中文 / English" '
-                 f'default></audio>')
+                 f'<track id="captions" kind="captions" src="captions.vtt" srclang="zh" '
+                 f'label="中文 / English" default></audio>')
         notice = ""
     else:
         audio = ('<audio id="audio" controls preload="none"><track id="captions" kind="captions" '
-                 'srclang="zh" label="中文 / English" default></audio>')
+                 'src="captions.vtt" srclang="zh" label="中文 / English" default></audio>')
         notice = ('<p class="notice" role="status"><span lang="zh">没有音频：此页未附录音。'
                   '时间滑块仍可走动，乐器随之点亮。</span> <span lang="en">No audio: this page was built '
                   'without a recording. The time slider still moves through the rite and lights the '

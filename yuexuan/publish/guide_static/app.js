@@ -50,28 +50,24 @@
   }
   function now() { return hasAudio ? audio.currentTime : virtualTime; }
 
-  // Captions: the <track> loads captions.vtt; from file:// browsers refuse it (file: URLs are
-  // unique origins), so there the same VTT text, embedded in the page, is given as a data: URL.
+  // Captions: the <track> loads captions.vtt (its src in the page); from file:// browsers refuse
+  // it (file: URLs are unique origins), so there the same VTT text, embedded in the page, is given
+  // as a data: URL. The caption shown is picked by the current time from the track's cues (not
+  // activeCues: those stay empty at 0:00 until the media clock moves or seeks).
   const track = document.getElementById('captions');
   function captionFromTrack() {
     const tt = track && track.track;
-    if (!tt) return null;
-    if (!hasAudio) {        // no media clock, so no activeCues: pick the cues by the slider's time
-      if (!tt.cues) return null;
-      const t = virtualTime;
-      return Array.from(tt.cues).filter(c => c.startTime <= t && t < c.endTime).map(c => c.text).join('\n');
-    }
-    if (!tt.activeCues) return null;
-    return Array.from(tt.activeCues).map(c => c.text).join('\n');
+    if (!tt || !tt.cues) return null;
+    const t = now();
+    return Array.from(tt.cues).filter(c => c.startTime <= t && t < c.endTime).map(c => c.text).join('\n');
   }
   if (track) {
     track.track.mode = 'hidden';
     if (location.protocol === 'file:') {
       const vtt = JSON.parse(document.getElementById('captions-data').textContent);
       track.src = 'data:text/vtt;charset=utf-8,' + encodeURIComponent(vtt);
-    } else {
-      track.src = 'captions.vtt';
     }
+    track.addEventListener('load', () => update());
     track.track.addEventListener('cuechange', () => update());
   }
 
