@@ -7,6 +7,7 @@ from pathlib import Path
 
 from yuexuan.commands import BUILD_STEPS
 from yuexuan.commands.common import add_shots_argument, data_source, load_timeline
+from yuexuan.commands.progress import Progress
 from yuexuan.data import DEFAULT_CUES
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
@@ -26,15 +27,17 @@ def run(args) -> int:
         args.cues_file = str(source.path("cues", DEFAULT_CUES))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    progress = Progress("build")        # on a terminal: a line per stage, the bar while rendering
     tl = load_timeline(args, "build", source)
     stem = Path(args.cues_file).stem
     mid, js = out / f"{stem}.mid", out / f"{stem}.json"
     write_smf(tl, mid)
     save_json(tl, js)
+    progress.stage("MIDI and timeline written")
     written = [mid, js]
     for name in BUILD_STEPS:
         step = importlib.import_module(f"yuexuan.commands.{name}").build_step
-        written += list(step(tl, Path(args.cues_file), out, source) or [])
+        written += list(step(tl, Path(args.cues_file), out, source, progress=progress) or [])
     for p in written:
         print(p)
     return 0

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yuexuan.audio import render
 from yuexuan.publish import guide
 from yuexuan.commands.common import (add_cues_argument, add_selection_argument, add_shots_argument,
                                      data_source, load_timeline)
+from yuexuan.commands.progress import Progress
+from yuexuan.commands.render import render_announced
 from yuexuan.errors import UserError
 from yuexuan.rite import courtyard
 
@@ -22,14 +23,6 @@ def add_arguments(parser) -> None:
     add_shots_argument(parser)
     parser.add_argument("--no-audio", action="store_true",
                         help="write the page without audio (a notice; the time slider still works)")
-
-
-def _render_audio(timeline, out_dir: Path, stem: str, seats: dict) -> Path:
-    """Render the timeline to ``out_dir/<stem>.flac`` (with its chapter sidecars), heard from the
-    default seat of ``seats``."""
-    target = out_dir / f"{stem}.flac"
-    render.render(timeline, target, listener_table=seats)
-    return target
 
 
 def run(args) -> int:
@@ -49,18 +42,25 @@ def run(args) -> int:
     source = data_source(args)
     timeline = load_timeline(args, "guide", source)
     court = courtyard.for_timeline(timeline, source)
+    progress = Progress("guide")        # on a terminal: the bar while rendering, a line per stage
     if audio is None and not args.no_audio:
-        audio = _render_audio(timeline, out, Path(args.cues_file).stem, court.seats())
+        audio = out / f"{Path(args.cues_file).stem}.flac"
+        render_announced(timeline, audio, court.seats(), progress)
     guide.write_site(timeline, out, audio, court=court)
+    progress.stage(f"site written ({out / 'index.html'})")
     if audio is None:
         print(f"yuexuan guide: {out}/index.html written without audio (--no-audio)")
     return 0
 
 
-def build_step(timeline, cues_path, out_dir, source) -> list:
-    """For ``yuexuan build``: write ``out_dir/guide/``, with the render step's audio if it wrote one."""
+def build_step(timeline, cues_path, out_dir, source, progress: Progress | None = None) -> list:
+    """For ``yuexuan build``: write ``out_dir/guide/``, with the render step's audio if it wrote one;
+    ``progress``: build's stage lines."""
     out_dir = Path(out_dir)
     stem = Path(cues_path).stem
     audio = next((out_dir / f"{stem}{ext}" for ext in guide.AUDIO_TYPES if (out_dir / f"{stem}{ext}").is_file()),
                  None)
-    return guide.write_site(timeline, out_dir / "guide", audio, court=courtyard.for_timeline(timeline, source))
+    written = guide.write_site(timeline, out_dir / "guide", audio, court=courtyard.for_timeline(timeline, source))
+    if progress:
+        progress.stage(f"guide written ({out_dir / 'guide' / 'index.html'})")
+    return written

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 from yuexuan.audio import render
 from yuexuan.commands.common import (add_cues_argument, add_selection_argument, add_shots_argument,
                                      data_source, load_timeline)
+from yuexuan.commands.progress import Progress
 from yuexuan.errors import UserError
 from yuexuan.rite import courtyard
 
@@ -29,35 +29,10 @@ def add_arguments(p) -> None:
                         "seat), 中庭 (the middle of the courtyard)")
 
 
-class _Bar:
-    """A one-line progress bar on a terminal (stderr); silent otherwise."""
-
-    def __init__(self, stream=None):
-        self.stream = sys.stderr if stream is None else stream   # the stderr of this run, not of import time
-        self.on = hasattr(stream, "isatty") and stream.isatty()
-        self.last = -1
-
-    def __call__(self, fraction: float, stage: str) -> None:
-        if not self.on:
-            return
-        pct = int(fraction * 100)
-        if pct == self.last:
-            return
-        self.last = pct
-        bar = "#" * (pct // 4) + "." * (25 - pct // 4)
-        self.stream.write(f"\rrender [{bar}] {pct:3d}% {stage:5s}")
-        self.stream.flush()
-
-    def done(self) -> None:
-        if self.on:
-            self.stream.write("\r" + " " * 48 + "\r")
-            self.stream.flush()
-
-
 def run(args) -> int:
     render.output_format(args.output)
     source = data_source(args)
-    bar = _Bar()
+    bar = Progress("render")
     try:
         tl = load_timeline(args, "render", source)      # with --cues: only those, from time 0
         opts = render.Options(sample_rate=args.sample_rate, listener=args.listener)
@@ -82,9 +57,23 @@ def run(args) -> int:
     return 0
 
 
-def build_step(timeline, cues_path, out_dir, source) -> list:
+def render_announced(timeline, target: Path, seats: dict, progress: Progress | None = None):
+    """Render ``timeline`` to ``target`` (with its chapter sidecars) heard from the default seat of
+    ``seats``; ``progress`` (build's or guide's) draws the bar and a line before and after."""
+    if progress is None:
+        return render.render(timeline, target, listener_table=seats)
+    progress.stage("rendering the audio…")
+    try:
+        rep = render.render(timeline, target, listener_table=seats, progress=progress)
+    finally:
+        progress.done()
+    progress.stage(f"audio written ({Path(target).name})")
+    return rep
+
+
+def build_step(timeline, cues_path, out_dir, source, progress: Progress | None = None) -> list:
     """For ``yuexuan build``: ``out_dir/<stem>.flac`` with its ``.vtt`` and ``.cue`` chapters,
-    heard from the seats of ``source``'s courtyard."""
+    heard from the seats of ``source``'s courtyard; ``progress``: build's bar and stage lines."""
     target = Path(out_dir) / f"{Path(cues_path).stem}.flac"
-    rep = render.render(timeline, target, listener_table=courtyard.listeners(source=source))
+    rep = render_announced(timeline, target, courtyard.listeners(source=source), progress)
     return [Path(rep.path)] + [Path(p) for p in rep.sidecars]
