@@ -278,7 +278,7 @@ def test_render_follows_the_log(tmp_path):
     onsets = {}
     for name, extra in (("log", ("--shots", log)), ("strings", ())):
         stems = tmp_path / f"stems_{name}"
-        # in a process of its own: render's progress bar holds the stderr it was imported with
+        # in a process of its own, as a user runs it
         r = subprocess.run([sys.executable, "-m", "yuexuan", "render", str(CUES), "--cues", "round2_rest",
                             "-o", str(tmp_path / f"{name}.wav"), "--stems", str(stems),
                             "--sample-rate", "8000", *map(str, extra)], capture_output=True, text=True)

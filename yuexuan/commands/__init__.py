@@ -22,7 +22,7 @@ COMMANDS = {
     "variants": "list the variants (where the commentators disagree), their options and sources",
 }
 
-# The commands whose ``build_step(timeline, cues_path, out_dir, source) -> [paths]`` ``build`` runs
+# The commands whose ``build_step(timeline, cues_path, out_dir, source, progress=None) -> [paths]`` ``build`` runs
 # after writing the MIDI and the timeline, in this order (the guide takes the audio that render
 # wrote); ``source`` is the run's :class:`yuexuan.data.DataSource`.
 BUILD_STEPS = ("render", "guide")
