@@ -156,3 +156,137 @@ def test_bad_courtyard_file_is_one_line(tmp_path, cli):
     with pytest.raises(UserError) as exc:
         space.listeners(court)
     assert (exc.value.file, exc.value.line, exc.value.key) == (str(court), line, "listener[1].position_m")
+
+
+# --- label boxes, estimated from the SVG alone: font size (the style sheet's classes) x characters,
+# CJK and other non-ASCII full width, ASCII 0.6 em; height 1.2 em.
+FONT_PX = {"yx-small": 11.0, "yx-label": 13.0, "yx-title": 18.0, "yx-sub": 14.0}
+
+
+def _font_px(el, inherited: float) -> float:
+    classes = (el.get("class") or "").split()
+    if "yx-place" in classes or "yx-attendant" in classes:     # .yx-place text { font-size: 11px }
+        inherited = 11.0
+    for c in classes:
+        inherited = FONT_PX.get(c, inherited)
+    return inherited
+
+
+def _text_box(el, size: float) -> tuple:
+    text = "".join(el.itertext())
+    w = sum(size if ord(ch) > 0x7F else 0.6 * size for ch in text)
+    x, y = float(el.get("x")), float(el.get("y"))
+    x0 = {"start": x, "middle": x - w / 2, "end": x - w}[el.get("text-anchor", "start")]
+    top = y - 0.6 * size if el.get("dy") == "0.35em" else y - 0.85 * size    # centred / on a baseline
+    return x0, top, x0 + w, top + 1.2 * size
+
+
+def _path_box(d: str) -> tuple:
+    """Bounding box of a path of M/L/H/V (absolute) and l (relative) commands."""
+    xs, ys, x, y = [], [], 0.0, 0.0
+    for cmd, args in re.findall(r"([MLHVlZ])([^MLHVlZ]*)", d):
+        nums = [float(v) for v in re.findall(r"-?[\d.]+", args)]
+        if cmd in "ML":
+            x, y = nums[0], nums[1]
+        elif cmd == "l":
+            x, y = x + nums[0], y + nums[1]
+        elif cmd == "H":
+            x = nums[0]
+        elif cmd == "V":
+            y = nums[0]
+        else:
+            continue
+        xs.append(x)
+        ys.append(y)
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def _shape_box(el) -> tuple:
+    f = lambda k: float(el.get(k))                                             # noqa: E731
+    if el.tag == f"{S}rect":
+        return f("x"), f("y"), f("x") + f("width"), f("y") + f("height")
+    if el.tag == f"{S}circle":
+        return f("cx") - f("r"), f("cy") - f("r"), f("cx") + f("r"), f("cy") + f("r")
+    if el.tag == f"{S}line":
+        return min(f("x1"), f("x2")), min(f("y1"), f("y2")), max(f("x1"), f("x2")), max(f("y1"), f("y2"))
+    return _path_box(el.get("d"))
+
+
+def labels_and_marks(root) -> tuple:
+    """([(text, box)], [(tag, box, filled)]) of the drawing. Marks leave out the page background,
+    the panels (class yx-panel), dashed outlines and dashed leader lines."""
+    labels, marks = [], []
+
+    def walk(el, size, in_defs):
+        size = _font_px(el, size)
+        in_defs = in_defs or el.tag == f"{S}defs"
+        if el.tag == f"{S}text":
+            labels.append(("".join(el.itertext()), _text_box(el, size)))
+        elif el.tag in (f"{S}rect", f"{S}circle", f"{S}path", f"{S}line") and not in_defs:
+            skip = ("yx-panel" in (el.get("class") or "") or el.get("stroke-dasharray")
+                    or (el.get("x") == "0" and el.get("y") == "0"))
+            if not skip:
+                marks.append((el.tag[len(S):], _shape_box(el), el.get("fill") not in (None, "none")))
+        for child in el:
+            walk(child, size, in_defs)
+
+    walk(root, 13.0, False)
+    return labels, marks
+
+
+def _overlap(a, b, tol: float = 0.5) -> bool:
+    return min(a[2], b[2]) - max(a[0], b[0]) > tol and min(a[3], b[3]) - max(a[1], b[1]) > tol
+
+
+def _inside(a, b) -> bool:
+    return b[0] <= a[0] and a[2] <= b[2] and b[1] <= a[1] and a[3] <= b[3]
+
+
+def _label_clashes(root) -> list:
+    labels, marks = labels_and_marks(root)
+    clashes = [(s, t) for i, (s, a) in enumerate(labels) for t, b in labels[i + 1:] if _overlap(a, b)]
+    # a label may lie wholly on a filled surface (the 堂's own caption, the seats on it), not across
+    # a mark's edge
+    clashes += [(s, f"{tag} {b}") for s, a in labels for tag, b, filled in marks
+                if _overlap(a, b) and not (filled and tag == "rect" and _inside(a, b))]
+    return clashes
+
+
+@pytest.fixture(scope="module")
+def tianzi_svg(tmp_path_factory):
+    text = CUES.read_text(encoding="utf-8")
+    changed = re.sub(r'(?m)^rank = "诸侯"', 'rank = "天子"', text, count=1)
+    assert changed != text
+    d = tmp_path_factory.mktemp("tianzi")
+    (d / "dashe.toml").write_text(changed, encoding="utf-8")
+    out = d / "court.svg"
+    assert cli.main(["layout", str(d / "dashe.toml"), "-o", str(out)]) == 0
+    return ET.parse(out).getroot()
+
+
+def test_label_boxes_do_not_overlap(svg, tianzi_svg):
+    """No two labels' boxes overlap, and no label lies across a drawn mark, for the default cue sheet
+    (诸侯, 轩县) and for the 天子's 宫县 (more instruments, a south side)."""
+    for root in (svg, tianzi_svg):
+        labels, marks = labels_and_marks(root)
+        assert len(labels) > 60 and len(marks) > 40                            # the checker sees them
+        assert _label_clashes(root) == []
+
+
+def test_label_checker_finds_a_clash(svg):
+    """The checker itself: a label moved onto the 堂's caption and one onto a drum are both found."""
+    import copy
+
+    root = copy.deepcopy(svg)
+    hall = next(t for t in root.iter(f"{S}text") if "".join(t.itertext()) == "堂 the hall")
+    drum = next(g for g in root.iter(f"{S}g") if g.get("data-instrument") == "建鼓·东")
+    moved = next(t for t in root.iter(f"{S}text") if "".join(t.itertext()) == "西县 west")
+    moved.set("x", hall.get("x"))
+    moved.set("y", hall.get("y"))
+    label = drum.find(f"{S}text")
+    cx, cy = _centre(drum)
+    label.set("x", str(cx))
+    label.set("y", str(cy))
+    found = _label_clashes(root)
+    assert ("西县 west", "堂 the hall") in found or ("堂 the hall", "西县 west") in found
+    assert any(s == "建鼓·东" and t.startswith("circle") for s, t in found)

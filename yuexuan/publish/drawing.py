@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from typing import NamedTuple
 
 from yuexuan.errors import UserError
 from yuexuan.publish.drawing_geometry import Labeller, Panel, clusters, text_width
@@ -32,8 +33,9 @@ XIAN_LABEL = {"东": "东县 east", "西": "西县 west", "北": "北 (阶间) n
 DETAIL_X = (-15.0, 15.0)
 DETAIL_Y = (-12.5, 9.0)
 DETAIL_PX = 22.0
-# Overview panel: the whole 侯道.
+# Overview panel: the whole 侯道, with room east of the 乐县 for the targets' labels (metres).
 OVER_PX = 3.4
+OVER_EAST_M = 24.0
 STYLE = """
 .yx-inst .yx-mark { stroke: #222; stroke-width: 1.2; }
 .yx-inst text { font-size: 13px; fill: #111; }
@@ -81,10 +83,28 @@ def _marker(g, family: str, cx: float, cy: float, r: float = 7.0) -> None:
               f"L{cx - r:.1f},{cy:.1f} Z")
 
 
-def _label(parent, lab: Labeller, cx, cy, text, size=13.0, cls="yx-label", gap=10.0):
+def _label(parent, lab: Labeller, cx, cy, text, size=13.0, cls="yx-label", gap=10.0, **attrs):
     x, y, anchor = lab.place(cx, cy, text, size, gap)
-    return _el(parent, "text", text, class_=cls, x=round(x, 1), y=round(y, 1), dy="0.35em",
-               text_anchor=anchor)
+    if cls:
+        attrs["class_"] = cls
+    return _el(parent, "text", text, x=round(x, 1), y=round(y, 1), dy="0.35em", text_anchor=anchor,
+               **attrs)
+
+
+class LabelJob(NamedTuple):
+    """A label to place once every mark of its panel is drawn and reserved (px, font px)."""
+    parent: object
+    cx: float
+    cy: float
+    text: str
+    size: float
+    gap: float
+    cls: str = ""
+    fill: str = ""
+
+    def place(self, lab: Labeller) -> None:
+        _label(self.parent, lab, self.cx, self.cy, self.text, self.size, self.cls, self.gap,
+               **({"fill": self.fill} if self.fill else {}))
 
 
 def instrument_id(name: str) -> str:
@@ -103,7 +123,7 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     det = Panel(20, 95, DETAIL_X, DETAIL_Y, DETAIL_PX)
     far_y = min([t.position_m[1] for t in court.targets] + [t.fa_m[1] for t in court.targets]
                 + [DETAIL_Y[0]]) - 8.0
-    far_x = (min([DETAIL_X[0]] + [t.fa_m[0] - 10 for t in court.targets]), DETAIL_X[1])
+    far_x = (min([DETAIL_X[0]] + [t.fa_m[0] - 10 for t in court.targets]), DETAIL_X[1] + OVER_EAST_M)
     over = Panel(det.x0 + det.size[0] + 70, 95, far_x, (far_y, DETAIL_Y[1]), OVER_PX)
     width = over.x0 + over.size[0] + 130
     legend_y = max(det.y0 + det.size[1], over.y0 + over.size[1]) + 40
@@ -126,7 +146,7 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     _el(root, "text", "北 north ↑   东 east →   metres from the middle of the 堂's south edge",
         class_="yx-small", x=20, y=50)
 
-    lab = Labeller()
+    lab = Labeller((det.x0, det.y0, det.x0 + det.size[0], det.y0 + det.size[1]))
     _draw_detail(root, det, court, instruments, lab)
     _draw_overview(root, over, det, court, instruments)
     _draw_legend(root, 20, legend_y, court, instruments)
@@ -134,17 +154,19 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=False) + "\n"
 
 
-def _scale_bar(parent, p: Panel, x_m: float, y_m: float, length_m: float) -> None:
+def _scale_bar(parent, p: Panel, x_m: float, y_m: float, length_m: float, lab: Labeller) -> None:
     x0, y = p(x_m, y_m)
     x1, _ = p(x_m + length_m, y_m)
     _el(parent, "path", d=f"M{x0},{y - 4} V{y} H{x1} V{y - 4}", fill="none", stroke="#333")
     _el(parent, "text", f"{length_m:g} m", class_="yx-small", x=x1 + 4, y=y, dy="0.35em")
+    lab.reserve(x0 - 1, y - 5, x1 + 6 + text_width(f"{length_m:g} m", 11), y + 7)
 
 
 def _draw_detail(root, p: Panel, court: Courtyard, instruments: dict, lab: Labeller) -> None:
     g = _el(root, "g", id="yx-detail")
     w, h = p.size
-    _el(g, "rect", x=p.x0, y=p.y0, width=w, height=h, fill="#efe6d2", stroke="#8a7a5a")
+    _el(g, "rect", class_="yx-panel", x=p.x0, y=p.y0, width=w, height=h, fill="#efe6d2",
+        stroke="#8a7a5a")
     _el(g, "text", "乐县 · the music suspension (detail)", class_="yx-sub", x=p.x0 + 6, y=p.y0 - 8)
     # the 堂
     (x0, y1), (x1, y0) = p(court.tang_x_m[0], court.tang_y_m[0]), p(court.tang_x_m[1],
@@ -166,14 +188,11 @@ def _draw_detail(root, p: Panel, court: Courtyard, instruments: dict, lab: Label
             xians.append((XIAN_LABEL[next(iter(xian))], box))
             _el(g, "rect", class_="yx-xian", x=box[0], y=box[1], width=box[2] - box[0],
                 height=box[3] - box[1], rx=8, fill="none", stroke="#8a7a5a", stroke_dasharray="4 3")
-    for n, x, y in items:
-        cx, cy = p(x, y)
-        lab.reserve(cx - 11, cy - 8, cx + 11, cy + 8)
-    for n, x, y in items:
-        _instrument(g, n, instruments[n], *p(x, y), lab)
-    _places(g, p, instruments, lab)
+    # every mark first, reserved; then the labels around them
+    jobs = [_instrument(g, n, instruments[n], *p(x, y), lab) for n, x, y in items]
+    jobs += _places(g, p, instruments, lab)
     for text, (bx0, _, bx1, by1) in xians:    # the 县 named under their boxes
-        _label(g, lab, (bx0 + bx1) / 2, by1 - 2, text, size=11, cls="yx-small", gap=4)
+        jobs.append(LabelJob(g, (bx0 + bx1) / 2, by1 - 2, text, 11, 4, "yx-small"))
     for lm in court.landmarks:
         if not p.holds(*lm.position_m[:2]):
             continue
@@ -185,31 +204,35 @@ def _draw_detail(root, p: Panel, court: Courtyard, instruments: dict, lab: Label
                 _el(g, "line", x1=cx - 22, x2=cx + 22, y1=cy - 22 + 5.5 * k, y2=cy - 22 + 5.5 * k,
                     stroke="#6b5530", stroke_width=0.6)
             lab.reserve(cx - 22, cy - 22, cx + 22, cy)
+            jobs.append(LabelJob(g, cx, cy - 11, lm.name, 13, 26, "yx-label"))
         else:
             _el(g, "path", d=f"M{cx - 6},{cy - 6} L{cx + 6},{cy + 6} M{cx - 6},{cy + 6} L{cx + 6},{cy - 6}",
                 stroke="#b00000", stroke_width=2.5)
             lab.reserve(cx - 7, cy - 7, cx + 7, cy + 7)
-        _label(g, lab, cx, cy - 11 if lm.name.endswith("阶") else cy, lm.name, gap=26 if
-               lm.name.endswith("阶") else 10)
-    for li in court.listeners:
-        if p.holds(*li.position_m[:2]):
-            _listener(g, li, *p(*li.position_m[:2]), lab)
-    _scale_bar(g, p, DETAIL_X[0] + 1, DETAIL_Y[0] + 1, 5.0)
+            jobs.append(LabelJob(g, cx, cy, lm.name, 13, 10, "yx-label"))
+    jobs += [_listener(g, li, *p(*li.position_m[:2]), lab) for li in court.listeners
+             if p.holds(*li.position_m[:2])]
+    _scale_bar(g, p, DETAIL_X[0] + 1, DETAIL_Y[0] + 1, 5.0, lab)
+    for job in jobs:
+        job.place(lab)
 
 
 def _instrument(parent, name: str, facts: dict, cx: float, cy: float, lab: Labeller,
-                size: float = 13.0) -> None:
+                size: float = 13.0) -> LabelJob:
+    """Draw the instrument's group and mark (reserved); return its label, to place later."""
     g = _el(parent, "g", id=instrument_id(name), class_=f"yx-inst yx-{facts.get('family', 'other')}",
             data_instrument=name, data_xian=facts.get("xian", ""))
     _el(g, "title", f"{name} {facts.get('pinyin', '')} — {facts.get('english', '')}".strip())
     _marker(g, facts.get("family", ""), cx, cy)
-    x, y, anchor = lab.place(cx, cy, name, size, 11)
-    _el(g, "text", name, x=round(x, 1), y=round(y, 1), dy="0.35em", text_anchor=anchor)
+    lab.reserve(cx - 11, cy - 8, cx + 11, cy + 8)
+    return LabelJob(g, cx, cy, name, size, 11)
 
 
-def _places(parent, p: Panel, instruments: dict, lab: Labeller) -> None:
+def _places(parent, p: Panel, instruments: dict, lab: Labeller) -> list:
     """Each performer's other places (facts ``places``), labelled with the place and its cues, an
-    arrow from home; and the officials standing by (``attendants``)."""
+    arrow from home; and the officials standing by (``attendants``). Marks are drawn and reserved;
+    the labels are returned, to place later."""
+    jobs = []
     for name, facts in instruments.items():
         home = tuple(facts["position_m"][:2])
         for row in facts.get("places", ()):
@@ -226,9 +249,7 @@ def _places(parent, p: Panel, instruments: dict, lab: Labeller) -> None:
                         stroke_dasharray="2 3", fill="none", marker_end="url(#yx-arrow)")
                 _marker(g, facts.get("family", ""), cx, cy, r=6.0)
                 lab.reserve(cx - 7, cy - 7, cx + 7, cy + 7)
-                text = f"{name} → {row['where']}"
-                x_, y_, anchor = lab.place(cx, cy, text, 11, 10)
-                _el(g, "text", text, x=round(x_, 1), y=round(y_, 1), dy="0.35em", text_anchor=anchor)
+                jobs.append(LabelJob(g, cx, cy, f"{name} → {row['where']}", 11, 10))
             for who, pos in row.get("attendants", {}).items():
                 if p.holds(*pos[:2]):
                     ax, ay = p(*pos[:2])
@@ -237,11 +258,12 @@ def _places(parent, p: Panel, instruments: dict, lab: Labeller) -> None:
                     _el(g, "title", f"{who}, standing by the {name} during {', '.join(cues)}")
                     _el(g, "rect", x=ax - 4, y=ay - 4, width=8, height=8, fill="#fff", stroke="#555")
                     lab.reserve(ax - 5, ay - 5, ax + 5, ay + 5)
-                    x_, y_, anchor = lab.place(ax, ay, who, 11, 8)
-                    _el(g, "text", who, x=round(x_, 1), y=round(y_, 1), dy="0.35em", text_anchor=anchor)
+                    jobs.append(LabelJob(g, ax, ay, who, 11, 8))
+    return jobs
 
 
-def _listener(parent, li: Listener, cx: float, cy: float, lab: Labeller) -> None:
+def _listener(parent, li: Listener, cx: float, cy: float, lab: Labeller) -> LabelJob:
+    """Draw a listener's seat and facing (reserved); return its label, to place later."""
     g = _el(parent, "g", class_="yx-listener", data_listener=li.name)
     _el(g, "title", f"{li.name} — {li.english} (listener)")
     _el(g, "circle", cx=cx, cy=cy, r=5, fill="#fff", stroke="#0a5", stroke_width=2)
@@ -250,32 +272,34 @@ def _listener(parent, li: Listener, cx: float, cy: float, lab: Labeller) -> None
     _el(g, "path", d=f"M{cx},{cy} l{dx:.1f},{dy:.1f}", stroke="#0a5", stroke_width=2)
     _el(g, "circle", cx=round(cx + dx, 1), cy=round(cy + dy, 1), r=2.2, fill="#0a5")
     lab.reserve(min(cx, cx + dx) - 5, min(cy, cy + dy) - 5, max(cx, cx + dx) + 5, max(cy, cy + dy) + 5)
-    x, y, anchor = lab.place(cx, cy, f"{li.name} (听)", 12, 10)
-    _el(g, "text", f"{li.name} (听)", class_="yx-small", x=round(x, 1), y=round(y, 1), dy="0.35em",
-        text_anchor=anchor, fill="#075")
+    return LabelJob(g, cx, cy, f"{li.name} (听)", 11, 10, "yx-small", "#075")
 
 
 def _draw_overview(root, p: Panel, det: Panel, court: Courtyard, instruments: dict) -> None:
     g = _el(root, "g", id="yx-range")
     w, h = p.size
-    _el(g, "rect", x=p.x0, y=p.y0, width=w, height=h, fill="#e8efe0", stroke="#7a8a5a")
+    _el(g, "rect", class_="yx-panel", x=p.x0, y=p.y0, width=w, height=h, fill="#e8efe0",
+        stroke="#7a8a5a")
     _el(g, "text", "侯道 · the target range", class_="yx-sub", x=p.x0, y=p.y0 - 8)
-    lab = Labeller()
-    (x0, y1), (x1, y0) = p(court.tang_x_m[0], court.tang_y_m[0]), p(court.tang_x_m[1], court.tang_y_m[1])
+    lab = Labeller((p.x0, p.y0, p.x0 + w, p.y0 + h))
+    # the 堂, cut at the panel's north edge as in the detail panel
+    (x0, y1), (x1, y0) = p(court.tang_x_m[0], court.tang_y_m[0]), p(court.tang_x_m[1],
+                                                                    min(court.tang_y_m[1], p.yr[1]))
     _el(g, "rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, fill="#d8c39a", stroke="#6b5530")
     _el(g, "text", "堂", class_="yx-small", x=(x0 + x1) / 2, y=(y0 + y1) / 2, dy="0.35em",
         text_anchor="middle")
+    lab.reserve(x0, y0, x1, y1)
     (dx0, dy0), (dx1, dy1) = p(det.xr[0], det.yr[1]), p(det.xr[1], det.yr[0])
     _el(g, "rect", x=dx0, y=dy0, width=dx1 - dx0, height=dy1 - dy0, fill="none", stroke="#8a7a5a",
         stroke_dasharray="3 2")
     lab.reserve(dx0, dy0, dx1, dy1)
-    _el(g, "text", "乐县 (detail, left)", class_="yx-small", x=dx1 + 4, y=dy1 - 4)
-    lab.reserve(dx1 + 2, dy1 - 16, dx1 + 110, dy1)
+    _label(g, lab, dx1, (dy0 + dy1) / 2, "乐县 (detail, left)", 11, "yx-small", 4)
     if court.targets:
         far = min(t.position_m[1] for t in court.targets)
         xa, ya = p(0.0, court.tang_y_m[0])
         _, yb = p(0.0, far)
         _el(g, "line", x1=xa, y1=ya, x2=xa, y2=yb, stroke="#555", stroke_dasharray="6 4")
+    jobs = []
     for t in court.targets:
         cx, cy = p(*t.position_m[:2])
         tg = _el(g, "g", class_="yx-target", data_target=t.name)
@@ -285,23 +309,21 @@ def _draw_overview(root, p: Panel, det: Panel, court: Courtyard, instruments: di
             stroke_width=1.5)
         _el(tg, "circle", cx=cx, cy=cy, r=2.5, fill="#222")
         lab.reserve(cx - 15, cy - 5, cx + 15, cy + 5)
-        _el(tg, "text", f"{t.name} {t.distance_bu:g}步", class_="yx-label", x=cx + 18, y=cy,
-            dy="0.35em")
-        lab.reserve(cx + 18, cy - 8, cx + 18 + text_width(f"{t.name} {t.distance_bu:g}步", 13), cy + 8)
+        jobs.append(LabelJob(tg, cx, cy, f"{t.name} {t.distance_bu:g}步", 13, 18, "yx-label"))
         fx, fy = p(*t.fa_m[:2])
         _el(tg, "rect", class_="yx-fa", x=fx - 6, y=fy - 3, width=12, height=6, fill="#8b5a2b")
         lab.reserve(fx - 7, fy - 4, fx + 7, fy + 4)
     for n, f in instruments.items():
         x, y = f["position_m"][:2]
         if not det.holds(x, y):
-            _instrument(g, n, f, *p(x, y), lab, size=12)
-    for t in court.targets:      # the 乏 labels after the callers, so the callers' names stay close
-        fx, fy = p(*t.fa_m[:2])
-        _label(g, lab, fx, fy, f"乏 ({t.name})", size=11, cls="yx-small", gap=8)
-    for li in court.listeners:
-        if not det.holds(*li.position_m[:2]):
-            _listener(g, li, *p(*li.position_m[:2]), lab)
-    _scale_bar(g, p, p.xr[0] + 2, p.yr[0] + 2, 20.0)
+            jobs.append(_instrument(g, n, f, *p(x, y), lab, size=12))
+    jobs += [_listener(g, li, *p(*li.position_m[:2]), lab) for li in court.listeners
+             if not det.holds(*li.position_m[:2])]
+    _scale_bar(g, p, p.xr[0] + 2, p.yr[0] + 2, 20.0, lab)
+    # the 乏 labels after the callers, so the callers' names stay close
+    jobs += [LabelJob(g, *p(*t.fa_m[:2]), f"乏 ({t.name})", 11, 8, "yx-small") for t in court.targets]
+    for job in jobs:
+        job.place(lab)
 
 
 def _draw_legend(root, x: float, y: float, court: Courtyard, instruments: dict) -> None:
