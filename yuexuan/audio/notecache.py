@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from yuexuan.audio import synth
+from yuexuan.audio.voice import vowel_of
 
 VELOCITY_BUCKETS = (40, 80, 112)     # timbre is rendered at these velocities; gain is exact
 DURATION_STEP_S = 0.05               # sustained notes are cached per 50 ms of duration
@@ -48,7 +49,7 @@ def note_key(instrument: str, family: str, hz: float | None, velocity: int, dura
         if family in synth.SUSTAINED else 0.0
     voice = family == "voice"
     return NoteKey(instrument, None if hz is None else round(float(hz), 6),
-                   velocity_bucket(velocity), dur, synth.vowel_of(lyric) if voice else None,
+                   velocity_bucket(velocity), dur, vowel_of(lyric) if voice else None,
                    voice and bool(lyric))
 
 

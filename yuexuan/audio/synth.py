@@ -34,7 +34,7 @@ import numpy as np
 
 from yuexuan.audio.blocks import (DECAY_SPAN, RELEASE_S, burst, envelope, noise, normalise,
                                    onepole_lowpass, sustained, wavetable)
-from yuexuan.audio.voice import spoken, sung, vowel_of  # noqa: F401  (vowel_of: re-exported)
+from yuexuan.audio.voice import spoken, sung, vowel_of
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "drum": 3.0, "string": 6.0}

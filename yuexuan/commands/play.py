@@ -10,7 +10,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 from yuexuan import atomic
 from yuexuan.midi import live, operator, ports, sync
