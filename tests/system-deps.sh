@@ -6,12 +6,17 @@
 #   lilypond                         PDF engraving of the score
 #   sox                              independent audio measurements
 #   fonts-noto-cjk                   Chinese glyphs for the browser and LilyPond
+#   ffmpeg                           makes the phone-video (MP4/AAC) recordings the drum finder is tested on
+#   default-jre-headless + npm       the Nu Html Checker (vnu-jar from the npm registry) for the guide's HTML
 set -eu
-pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk"
+pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk ffmpeg"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# the machine image ships a Java runtime and Node.js with npm; Debian's are taken only when absent
+command -v java >/dev/null || missing="$missing default-jre-headless"
+command -v npm >/dev/null || missing="$missing nodejs npm"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "tests/system-deps.sh: missing Debian packages:$missing (run as root to install)" >&2
@@ -22,4 +27,8 @@ if [ -n "$missing" ]; then
   echo "jackd2 jackd/tweak_rt_limits boolean false" | debconf-set-selections
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+# the Nu Html Checker: vnu.jar ships inside the npm package (its optional Java download is not used)
+if [ ! -f "$(npm root -g)/vnu-jar/build/dist/vnu.jar" ]; then
+  npm install -g --silent --no-fund --no-audit vnu-jar >/dev/null
 fi
