@@ -27,20 +27,12 @@ BANDS_HZ = ((30.0, 150.0), (150.0, 600.0), (600.0, 2500.0), (2500.0, 8000.0))
 
 
 def read_audio(path: str | Path) -> tuple[np.ndarray, int]:
-    """Mono float64 samples and the sample rate (Hz) of a WAV or FLAC file."""
-    import soundfile
+    """Mono float64 samples and the sample rate (Hz) of a recording at its own rate (any format
+    :mod:`yuexuan.check.recording` decodes: WAV, FLAC, MP3, MP4/MOV with AAC)."""
+    from yuexuan.check import recording
 
-    path = Path(path)
-    if not path.exists():
-        raise UserError("no such file", file=str(path))
-    try:
-        x, sr = soundfile.read(str(path), dtype="float64", always_2d=True)
-    except (RuntimeError, TypeError) as exc:      # soundfile.LibsndfileError is a RuntimeError
-        raise UserError(f"cannot read audio (expected WAV or FLAC): {exc}", file=str(path)) \
-            from None
-    if x.shape[0] == 0:
-        raise UserError("the recording is empty", file=str(path))
-    return x.mean(axis=1), int(sr)
+    sr = recording.native_rate(path)
+    return recording.read_recording(path, sr).astype(np.float64), sr
 
 
 def novelty(x: np.ndarray, sr: int, hop_s: float = HOP_S) -> np.ndarray:
