@@ -2,7 +2,9 @@
 
 Every output has one entry per shot in input order: the input fields, then ``nearest_beat``,
 ``offset``, ``on_beat`` (null outside round 3), ``released`` and ``reason``; then each scored
-round's 算 and announcement. See docs/check.md.
+round's 算 and announcement. With the strokes from a recording (``--beats-from``) each shot also
+has ``stroke_confidence`` and ``uncertain`` (:data:`EVIDENCE_FIELDS`); ``--beats-out`` writes
+the strokes themselves (:func:`render_strokes_csv`). See docs/check.md.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, Shots
 
 FIELDS_OUT = ("time", "archer", "rank", "role", "target", "result", "pair", "round",
               "nearest_beat", "offset", "on_beat", "released", "reason")
+EVIDENCE_FIELDS = ("stroke_confidence", "uncertain")   # with --beats-from only
+STROKE_FIELDS = ("planned_s", "heard_s", "confidence")  # --beats-out
 DECIMALS = 6                      # times and offsets rounded to the microsecond
 
 
@@ -33,11 +37,20 @@ def _seconds(a: np.ndarray) -> list:
     return [None if x != x else x for x in np.round(a, DECIMALS).tolist()]
 
 
-def shot_columns(shots: Shots, v: shiho.Verdict) -> list:
-    """The fields of :data:`FIELDS_OUT` as columns of Python values, one a shot; None is null.
+def fields_out(evidence) -> tuple:
+    """The output columns: :data:`FIELDS_OUT`, and :data:`EVIDENCE_FIELDS` with a recording."""
+    return FIELDS_OUT + (EVIDENCE_FIELDS if evidence is not None else ())
 
-    ``on_beat`` is None outside round 3 (no drum there)."""
+
+def shot_columns(shots: Shots, v: shiho.Verdict, evidence=None) -> list:
+    """The fields of :func:`fields_out` as columns of Python values, one a shot; None is null.
+
+    ``on_beat`` is None outside round 3 (no drum there). ``evidence`` is a
+    :class:`yuexuan.check.evidence.ShotEvidence` (``--beats-from``) or None."""
     r3 = shots.round == 3
+    more = [] if evidence is None else [
+        [None if c != c else round(c, 3) for c in evidence.stroke_confidence.tolist()],
+        evidence.uncertain.tolist()]
     return [
         _seconds(shots.time),
         shots.archers,
@@ -52,14 +65,15 @@ def shot_columns(shots: Shots, v: shiho.Verdict) -> list:
         np.where(r3, v.on_beat, None).tolist(),
         v.released.tolist(),
         _names(v.reason, shiho.REASONS),
-    ]
+    ] + more
 
 
 def render_json(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None,
-                warnings: list = ()) -> str:
+                warnings: list = (), evidence=None) -> str:
     """``{"shots": [...], "tallies": [...], "settings": {...}, "rules": {...}, "warnings": [...],
     "drum": {...}}``; ``drum`` only when the beats came from a recording."""
-    records = [dict(zip(FIELDS_OUT, row)) for row in zip(*shot_columns(shots, v))]
+    records = [dict(zip(fields_out(evidence), row))
+               for row in zip(*shot_columns(shots, v, evidence))]
     doc = {"shots": records, "tallies": v.tallies, "settings": settings, "rules": shiho.RULES,
            "warnings": list(warnings)}
     if drum is not None:
@@ -72,19 +86,41 @@ def _csv_cell(value):
     return ("false", "true")[value] if isinstance(value, bool) else value
 
 
-def render_csv(shots: Shots, v: shiho.Verdict) -> str:
-    """A header row, then one row per shot (:data:`FIELDS_OUT`); empty cells for null, CRLF
+def render_csv(shots: Shots, v: shiho.Verdict, evidence=None) -> str:
+    """A header row, then one row per shot (:func:`fields_out`); empty cells for null, CRLF
     line ends."""
-    columns = shot_columns(shots, v)
-    for k in (FIELDS_OUT.index("on_beat"), FIELDS_OUT.index("released")):
+    names = fields_out(evidence)
+    columns = shot_columns(shots, v, evidence)
+    for k in (names.index(n) for n in ("on_beat", "released", "uncertain") if n in names):
         columns[k] = list(map(_csv_cell, columns[k]))
     buf = io.StringIO()
     # the csv module's default dialect: CRLF line ends (RFC 4180), so a name holding a CR or LF
     # is quoted (with lineterminator="\n", Python 3.11 leaves a lone CR unquoted)
     writer = csv.writer(buf)
-    writer.writerow(FIELDS_OUT)
+    writer.writerow(names)
     writer.writerows(zip(*columns))
     return buf.getvalue()
+
+
+def render_strokes_csv(rows: list) -> str:
+    """``--beats-out``: a header (:data:`STROKE_FIELDS`), then one row per planned stroke and per
+    extra stroke heard (:class:`yuexuan.check.evidence.StrokeRow`), in time order; an empty
+    ``heard_s`` for a planned stroke not heard, an empty ``planned_s`` for an extra one."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(STROKE_FIELDS)
+    writer.writerows([["" if x is None else x for x in r] for r in rows])
+    return buf.getvalue()
+
+
+def uncertain_line(evidence, threshold: float) -> str | None:
+    """One line naming the rows (1-based) whose verdict is uncertain, or None."""
+    rows = (np.flatnonzero(evidence.uncertain) + 1).tolist()
+    if not rows:
+        return None
+    return (f"uncertain: row{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))} rest on a "
+            f"stroke below confidence {threshold:g} or on a planned stroke not heard: look again "
+            f"(--beats-out, --plot)")
 
 
 def tally_lines(v: shiho.Verdict) -> list:
@@ -104,6 +140,11 @@ def drum_summary(d: dict) -> str:
             f"max |{1000 * d['drift_max_abs_s']:.0f}| ms")
 
 
+def _evidence_cells(evidence, i: int) -> tuple:
+    c = evidence.stroke_confidence[i]
+    return ("" if c != c else f"{c:.2f}", "?" if evidence.uncertain[i] else "")
+
+
 def _width(s: str) -> int:
     """Columns ``s`` takes in a terminal (wide and full-width characters take two)."""
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
@@ -115,11 +156,12 @@ def _pad(s: str, w: int, right: bool = False) -> str:
 
 
 def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None,
-                 warnings: list = ()) -> str:
+                 warnings: list = (), evidence=None) -> str:
     """A table for people: one line a shot, then the settings and each round's 算 and
-    announcement."""
+    announcement. With ``evidence``, two more columns: the stroke's confidence and ``?`` for an
+    uncertain verdict."""
     head = ("row", "time s", "archer", "rank", "role", "rd", "target", "result", "beat s",
-            "offset ms", "释", "reason")
+            "offset ms", "释", "reason") + (("conf", "?") if evidence is not None else ())
     rows = []
     for i in range(len(shots)):
         t = shots.target[i]
@@ -129,9 +171,10 @@ def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | No
                      ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
                      RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
                      "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",
-                     "算" if v.released[i] else "·", shiho.REASONS[v.reason[i]]))
+                     "算" if v.released[i] else "·", shiho.REASONS[v.reason[i]])
+                    + (() if evidence is None else _evidence_cells(evidence, i)))
     widths = [max([_width(h)] + [_width(r[k]) for r in rows]) for k, h in enumerate(head)]
-    numeric = {0, 1, 5, 8, 9}
+    numeric = {0, 1, 5, 8, 9, 12}
     out = ["  ".join(_pad(h, widths[k], k in numeric) for k, h in enumerate(head)).rstrip()]
     for r in rows:
         out.append("  ".join(_pad(c, widths[k], k in numeric) for k, c in enumerate(r)).rstrip())
@@ -144,6 +187,8 @@ def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | No
                   else ""))
     if drum:
         out.append(drum_summary(drum))
+    if evidence is not None and drum and uncertain_line(evidence, drum["confidence_threshold"]):
+        out.append(uncertain_line(evidence, drum["confidence_threshold"]))
     out.extend(f"warning: {w}" for w in warnings)
     out.extend(tally_lines(v))
     if not v.tallies:

@@ -39,8 +39,15 @@ def add_arguments(p) -> None:
     p.add_argument("--format", choices=("table", "json", "csv"), default="table",
                    help="table for people (default), json or csv for programs")
     p.add_argument("--beats-from", metavar="AUDIO", default=None,
-                   help="take the 建鼓 strokes from a recording (WAV or FLAC) of the 射节 instead "
-                        "of the timeline, and report the live drum's drift from the plan")
+                   help="take the 建鼓 strokes from a recording of the 射节 (WAV, FLAC, MP3, or a "
+                        "phone video MP4/MOV) instead of the timeline, and report the live drum's "
+                        "drift from the plan")
+    p.add_argument("--beats-out", metavar="FILE", default=None,
+                   help="with --beats-from: write the strokes as CSV (planned_s, heard_s, "
+                        "confidence), one row per planned stroke and per extra stroke heard")
+    p.add_argument("--plot", metavar="FILE.svg", default=None,
+                   help="with --beats-from: draw the recording's onset strength, the strokes found, "
+                        "the planned beats and each shot's verdict on one time axis (SVG)")
     p.add_argument("--audio-start", type=float, default=None, metavar="SECONDS",
                    help="with --beats-from: timeline time of the recording's first sample "
                         "(default: estimated by matching strokes to the planned beats)")
@@ -83,15 +90,19 @@ def run(args) -> int:
     source = data_source(args)
     timeline = read_timeline(args.cues, "check", source=source)
     plan, cue_ids = shejie_beats(timeline, args.cue)
-    drum = alignment = None
+    drum = alignment = found = None
     beats = plan
+    for opt, given in (("--beats-out", args.beats_out), ("--plot", args.plot)):
+        if given and not args.beats_from:
+            raise UserError(f"{opt} needs --beats-from AUDIO (the strokes come from a recording)")
     if args.beats_from:
-        from yuexuan.check import onsets
+        from yuexuan.check import evidence
 
         start = None if args.audio_start is None else _finite("--audio-start", args.audio_start)
-        alignment = onsets.beats_from_recording(args.beats_from, plan, start)
+        found = evidence.find_strokes(args.beats_from, plan, start)
+        alignment = found.alignment
         beats = alignment.live_s
-        drum = {"source": str(args.beats_from), **alignment.report()}
+        drum = {"source": str(args.beats_from), **alignment.report(), **evidence.summary(found)}
     if (shots.round == 3).any() and not len(beats):
         raise UserError("round-3 shots need 射节 beats, but the timeline has none"
                         + (f" for cue {args.cue!r}" if args.cue else " (no cue of kind shejie)"),
@@ -110,6 +121,11 @@ def run(args) -> int:
         if alignment is not None:
             bound = ownjie.live_strokes(bound, plan, alignment)
     verdict = shiho.evaluate_shots(shots, beats, offset, settings, bound)
+    proof = None
+    if found is not None:
+        proof = evidence.shot_evidence(found, plan, shots, verdict, settings)
+        drum["uncertain_rows"] = (np.flatnonzero(proof.uncertain) + 1).tolist()
+        _write_evidence(args, found, plan, shots, verdict, proof, settings)
     warnings = [f"{a} looses {n} arrows in round {r}; an archer has four (乘矢)"
                 for r, a, n in shiho.over_four(shots.round, shots.archers)]
     for w in warnings:
@@ -121,16 +137,32 @@ def run(args) -> int:
             "strokes": "own 节" if args.own_jie else "any",
             "gong_outside_hu_counted": settings.gong_outside_hu}
     if args.format == "json":
-        text = report.render_json(shots, verdict, meta, drum, warnings)
+        text = report.render_json(shots, verdict, meta, drum, warnings, proof)
     elif args.format == "csv":
-        text = report.render_csv(shots, verdict)
-        for line in report.tally_lines(verdict) + ([report.drum_summary(drum)] if drum else []):
+        text = report.render_csv(shots, verdict, proof)
+        doubt = proof is not None and report.uncertain_line(proof, drum["confidence_threshold"])
+        for line in (report.tally_lines(verdict) + ([report.drum_summary(drum)] if drum else [])
+                     + ([doubt] if doubt else [])):
             print(line, file=sys.stderr)
     else:
-        text = report.render_table(shots, verdict, meta, drum, warnings)
+        text = report.render_table(shots, verdict, meta, drum, warnings, proof)
     if args.output:
         atomic.write_text(args.output, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
     return 0
+
+
+def _write_evidence(args, found, plan, shots, verdict, proof, settings) -> None:
+    """``--beats-out`` and ``--plot``, each written atomically."""
+    from yuexuan.check import evidence
+
+    if args.beats_out:
+        atomic.write_text(args.beats_out,
+                          report.render_strokes_csv(evidence.stroke_rows(found, plan)))
+    if args.plot:
+        from yuexuan.check import plot
+
+        atomic.write_text(args.plot, plot.evidence_svg(found, plan, shots, verdict, proof,
+                                                       settings, title=str(args.beats_from)))

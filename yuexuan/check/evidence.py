@@ -1,0 +1,170 @@
+"""What a judge needs to look again at a drum call (``check --beats-from``): each stroke heard with
+its confidence, the planned stroke it was matched to, and which verdicts rest on a doubtful one.
+
+Pure functions of the drum finder's result (:class:`DrumEvidence`); the command writes them out
+(``--beats-out``, ``--plot``, the ``uncertain`` column). A verdict is *uncertain* when it rests on
+the drum — the shot would be released on a stroke and refused off it (the rules of
+:func:`yuexuan.check.shiho.decide` run both ways) — and either
+
+- it was released on a stroke whose confidence is below the finder's threshold, or
+- it was refused off the drum while a planned stroke that was *not* heard falls within
+  twice the tolerance of the shot (on the live clock, predicted from the matched strokes
+  around it): the stroke may have been there, unheard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from yuexuan.check import shiho
+from yuexuan.check.shots import Shots
+
+MISSED_REACH = 2.0     # × tolerance: a missed planned stroke this near a refused shot casts doubt
+
+
+@dataclass(frozen=True)
+class DrumEvidence:
+    """The drum finder's result, on the timeline clock (seconds)."""
+
+    alignment: object          # yuexuan.check.onsets.Alignment (live_s, plan_index, live_index …)
+    confidence: np.ndarray     # one per alignment.live_s stroke, in [0, 1]
+    threshold: float           # a stroke below this confidence is doubtful
+    strength_t_s: np.ndarray   # timeline time of each onset-strength frame, s
+    strength: np.ndarray       # the recording's onset strength per frame, 0..1
+    finder: str                # how the strokes and confidences were found (one line)
+
+
+class StrokeRow(NamedTuple):
+    """One line of ``--beats-out``: a planned stroke and the stroke heard for it (None = missed),
+    or a stroke heard that matches no planned one (planned None)."""
+
+    planned_s: float | None
+    heard_s: float | None
+    confidence: float | None
+
+
+def stroke_rows(ev: DrumEvidence, plan: np.ndarray) -> list[StrokeRow]:
+    """Every planned stroke (heard or not) and every extra stroke heard, in time order."""
+    al = ev.alignment
+    heard = np.full(len(plan), np.nan)
+    conf = np.full(len(plan), np.nan)
+    heard[al.plan_index] = al.live_s[al.live_index]
+    conf[al.plan_index] = ev.confidence[al.live_index]
+    extra = np.ones(len(al.live_s), dtype=bool)
+    extra[al.live_index] = False
+    planned = np.concatenate((plan, np.full(int(extra.sum()), np.nan)))
+    heard = np.concatenate((heard, al.live_s[extra]))
+    conf = np.concatenate((conf, ev.confidence[extra]))
+    order = np.argsort(np.where(np.isnan(planned), heard, planned), kind="stable")
+
+    def opt(v: float):
+        return None if v != v else round(float(v), 6)
+    return [StrokeRow(opt(planned[i]), opt(heard[i]), opt(conf[i])) for i in order.tolist()]
+
+
+def missed_strokes_heard_at(ev: DrumEvidence, plan: np.ndarray) -> np.ndarray:
+    """Where each planned stroke that was not heard would have been heard (timeline s): the plan
+    mapped through the matched pairs (linear between them, constant drift beyond)."""
+    al = ev.alignment
+    missed = np.ones(len(plan), dtype=bool)
+    missed[al.plan_index] = False
+    if not len(al.plan_index):
+        return plan[missed]
+    p = plan[al.plan_index]
+    drift = al.live_s[al.live_index] - p
+    return plan[missed] + np.interp(plan[missed], p, drift)
+
+
+class ShotEvidence(NamedTuple):
+    """Per shot: the confidence of the stroke its verdict rests on (NaN: none), and whether the
+    verdict is uncertain (see the module's doc)."""
+
+    stroke_confidence: np.ndarray
+    uncertain: np.ndarray
+
+
+def rests_on_drum(shots: Shots, settings: shiho.Settings) -> np.ndarray:
+    """True for a shot released on a stroke and refused off it (the rules run both ways)."""
+    n = len(shots)
+    must = shiho.hou_of_pairs(shots.rank, shots.pair)
+    on, _ = shiho.decide(shots.round, shots.rank, shots.target, shots.result, must,
+                         np.ones(n, dtype=bool), settings)
+    off, _ = shiho.decide(shots.round, shots.rank, shots.target, shots.result, must,
+                          np.zeros(n, dtype=bool), settings)
+    return (on != off) & (shots.round == 3)
+
+
+def shot_evidence(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Verdict,
+                  settings: shiho.Settings) -> ShotEvidence:
+    """The confidence behind each verdict and the uncertain marks."""
+    live = ev.alignment.live_s
+    n = len(shots)
+    conf = np.full(n, np.nan)
+    has = ~np.isnan(v.nearest_beat)
+    if len(live) and has.any():
+        k = np.clip(np.searchsorted(live, v.nearest_beat[has]), 0, len(live) - 1)
+        k = np.where(np.abs(live[k - 1] - v.nearest_beat[has]) <
+                     np.abs(live[k] - v.nearest_beat[has]), k - 1, k)
+        same = np.abs(live[k] - v.nearest_beat[has]) < 1e-9
+        conf[np.flatnonzero(has)[same]] = ev.confidence[k[same]]
+    depends = rests_on_drum(shots, settings)
+    doubtful_stroke = v.on_beat & ~(conf >= ev.threshold)           # NaN counts as doubtful
+    unheard = missed_strokes_heard_at(ev, plan)
+    reach = MISSED_REACH * settings.tolerance_s
+    if len(unheard):
+        d = np.abs(np.subtract.outer(v.clock_s, unheard)).min(axis=1)
+        near_unheard = ~v.on_beat & (d <= reach)
+    else:
+        near_unheard = np.zeros(n, dtype=bool)
+    return ShotEvidence(conf, depends & (doubtful_stroke | near_unheard))
+
+
+PROVISIONAL_THRESHOLD = 0.5
+
+
+def provisional_evidence(path, plan: np.ndarray, start_s: float | None) -> DrumEvidence:
+    """Strokes from :mod:`yuexuan.check.onsets` with a confidence from their onset strength: the
+    stroke's novelty peak over the median peak of the matched strokes (capped at 1), halved for a
+    stroke that matches no planned one. Threshold 0.5: under half a typical stroke's strength."""
+    from yuexuan.check import onsets
+    from yuexuan.errors import UserError
+
+    x, sr = onsets.read_audio(path)
+    found = onsets.detect_onsets(x, sr)
+    if not len(found):
+        raise UserError("no drum strokes found in the recording", file=str(path))
+    al = onsets.align(found, plan, start_s)
+    nov = onsets.novelty(x, sr)
+    del x
+    hop_s = max(1, int(round(onsets.HOP_S * sr))) / sr
+    t_rec = (np.arange(len(nov)) + 1) * hop_s              # nov[i] is the rise into frame i+1
+    from scipy import ndimage
+
+    reach = max(1, int(round(0.012 / hop_s)))              # the peak within ±12 ms of a stroke
+    wide = ndimage.maximum_filter1d(nov, 2 * reach + 1) if len(nov) else np.zeros(1)
+    frame = np.clip(np.round(np.sort(found) / hop_s).astype(np.intp) - 1, 0, len(wide) - 1)
+    peak = wide[frame]
+    ref = float(np.median(peak[al.live_index])) if len(al.live_index) else float(peak.max())
+    conf = np.clip(peak / ref, 0.0, 1.0) if ref > 0 else np.zeros(len(found))
+    extra = np.ones(len(found), dtype=bool)
+    extra[al.live_index] = False
+    conf[extra] *= 0.5
+    top = float(nov.max()) if len(nov) and nov.max() > 0 else 1.0
+    return DrumEvidence(al, conf, PROVISIONAL_THRESHOLD, t_rec + al.shift_s, nov / top,
+                        "provisional: onsets.detect_onsets, confidence from onset strength")
+
+
+def find_strokes(path, plan: np.ndarray, start_s: float | None) -> DrumEvidence:
+    """The drum finder behind ``check --beats-from``."""
+    return provisional_evidence(path, plan, start_s)
+
+
+def summary(ev: DrumEvidence) -> dict:
+    """The confidence part of the ``drum`` report (JSON-ready)."""
+    matched = ev.confidence[ev.alignment.live_index]
+    return {"finder": ev.finder, "confidence_threshold": ev.threshold,
+            "matched_below_threshold": int((matched < ev.threshold).sum()),
+            "confidence_median": round(float(np.median(matched)), 3) if len(matched) else None}
