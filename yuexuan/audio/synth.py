@@ -7,9 +7,9 @@ threads) is :mod:`yuexuan.audio.notecache`.
 
 Families (``instruments/*.toml`` ``family``):
 
-- ``bell``   two-tone Zhou bell: the 正鼓 tone at the nominal pitch and the 侧鼓 tone
-  ``second_tone_ratio`` above it; every partial sounds as a close pair (``pair_split``, a
-  fraction: 0.04 = 4 % apart) so that it beats; exponential decays, shorter for higher partials.
+- ``bell``   two-tone Zhou bell struck at the 正鼓: one decaying mode at each measured partial
+  (``partials``, ratios to the 正鼓 tone: the 侧鼓 tone ``second_tone_ratio``, its octave, the
+  (3,0) doublet 2.81/3), shorter decays for higher partials (docs/render.md, "Bells and stones").
 - ``stone``  磬: inharmonic modes (``partials``) with a bright noise click at the attack.
 - ``drum``   membrane modes (``modes`` × ``fundamental_hz``), a noise transient, a downward pitch
   glide of up to ``glide_cents`` on strong strokes; ``rattle_strokes`` makes the 鼗's pellet rattle.
@@ -99,26 +99,22 @@ def _ring_samples(family: str, taus, sample_rate: int) -> int:
 # families
 
 
+#: Shen 1987 (Sci. Am. 256(4), p. 107): the partials of a minor-third zhong, ratios to the 正鼓 tone.
+MINOR_THIRD_BELL = (1.0, 1.2, 2.4, 2.81, 3.0)
+
+
 def bell(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
-    """Two-tone bell struck at the 正鼓: nominal tone leads, 侧鼓 tone ``second_tone_ratio`` above."""
-    partials = list(p.get("partials", [1.0, 2.42, 2.92, 4.15, 5.4]))
-    split = list(p.get("pair_split", [0.05] * len(partials)))
+    """Two-tone bell struck at the 正鼓: one exponentially decaying mode per measured partial
+    (``partials`` × hz, the 侧鼓 tone among them), the higher ones brighter when struck harder;
+    a soft strike thump."""
+    partials = list(p.get("partials", MINOR_THIRD_BELL))
     amps = list(p.get("amplitudes", [1.0] + [0.3] * (len(partials) - 1)))
-    taus = list(p.get("decay_s", [3.0] * len(partials)))
-    ratio = float(p.get("second_tone_ratio", 1.2))
-    g2 = float(p.get("second_tone_gain", 0.5))
-    pair_gain = float(p.get("pair_gain", 0.5))
+    taus = list(p.get("decay_s", [1.0] * len(partials)))
     bright = 0.55 + 0.45 * velocity / 127.0
     n = _ring_samples("bell", taus, sample_rate)
     out = np.zeros(n, dtype=np.float32)
-    freqs, a_, t_ = [], [], []
-    for tone, tone_gain, tone_decay in ((1.0, 1.0, 1.0), (ratio, g2, 0.8)):
-        for k, (m, s, a, tau) in enumerate(zip(partials, split, amps, taus)):
-            a = a * tone_gain * (bright ** k)
-            freqs += [hz * tone * m, hz * tone * m * (1 + s)]
-            a_ += [a, a * pair_gain]
-            t_ += [tau * tone_decay, tau * tone_decay * 0.85]
-    _decaying_sines(out, 0, freqs, a_, t_, sample_rate)
+    _decaying_sines(out, 0, [hz * m for m in partials],
+                    [a * bright ** k for k, a in enumerate(amps)], taus, sample_rate)
     rng = np.random.default_rng(seed)
     thump = burst(rng, n, 0.004, sample_rate, cutoff_hz=2.5 * hz)
     out[:len(thump)] += 0.25 * bright * thump
