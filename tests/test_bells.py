@@ -15,7 +15,7 @@ import pytest
 import soundfile as sf
 from scipy import signal
 
-from conftest import DEFAULT_CUES, ROOT
+from conftest import DEFAULT_CUES, ROOT, run_cli
 
 #: Shen 1987, p. 107: partials of a zhong bell, ratios to the 正鼓 (sui) tone, by the interval
 #: between its two tones.
@@ -31,13 +31,22 @@ def _instrument(name: str) -> dict:
     return tomllib.loads((ROOT / "instruments" / f"{name}.toml").read_text(encoding="utf-8"))
 
 
-def _note(cli, tmp_path, name: str) -> tuple[np.ndarray, int, float]:
-    """``yuexuan note NAME 黄`` in a subprocess; the samples, their rate and the nominal 黄 in Hz."""
-    out = tmp_path / f"{name}.wav"
-    r = cli("note", name, "黄", "-o", out, "--huangzhong", HUANGZHONG_HZ)
-    assert r.returncode == 0, r.stderr
-    x, sr = sf.read(out)
-    return x, sr, HUANGZHONG_HZ * 2.0 ** _instrument(name).get("octave", 0)
+@pytest.fixture(scope="module")
+def note(tmp_path_factory):
+    """``note(NAME)``: ``yuexuan note NAME 黄`` run once per instrument in a subprocess; the
+    samples, their rate and the nominal 黄 in Hz."""
+    folder = tmp_path_factory.mktemp("bells")
+    made = {}
+
+    def make(name: str) -> tuple[np.ndarray, int, float]:
+        if name not in made:
+            out = folder / f"{name}.wav"
+            r = run_cli("note", name, "黄", "-o", out, "--huangzhong", HUANGZHONG_HZ)
+            assert r.returncode == 0, r.stderr
+            x, sr = sf.read(out)
+            made[name] = x, sr, HUANGZHONG_HZ * 2.0 ** _instrument(name).get("octave", 0)
+        return made[name]
+    return make
 
 
 def _peaks_hz(x: np.ndarray, sr: int) -> np.ndarray:
@@ -78,9 +87,9 @@ def _interval(name: str) -> float:
 
 
 @pytest.mark.parametrize("name", ["笙钟", "颂钟", "鑮·东", "钟·南"])
-def test_bell_has_a_peak_at_every_measured_partial_of_its_interval(cli, tmp_path, name):
+def test_bell_has_a_peak_at_every_measured_partial_of_its_interval(note, name):
     """1, the 侧鼓 tone, its octave, 2.81 and 3 times the nominal 黄, each within 2 %."""
-    x, sr, f0 = _note(cli, tmp_path, name)
+    x, sr, f0 = note(name)
     peaks = _peaks_hz(x, sr)
     assert abs(_nearest(peaks, f0) / f0 - 1) < 0.002            # the nominal pitch itself, 3.5 cents
     for ratio in SHEN_1987[_interval(name)]:
@@ -88,12 +97,12 @@ def test_bell_has_a_peak_at_every_measured_partial_of_its_interval(cli, tmp_path
         assert abs(found / (ratio * f0) - 1) < PEAK_TOLERANCE, (name, ratio, found / f0)
 
 
-def test_sheng_and_song_bells_differ_minor_and_major_in_the_audio(cli, tmp_path):
+def test_sheng_and_song_bells_differ_minor_and_major_in_the_audio(note):
     """The files give 笙钟 a minor and 颂钟 a major third; the measured 侧鼓 peaks say the same."""
     assert {_interval("笙钟"), _interval("颂钟")} == {1.2, 1.25}
     cents = {}
     for name in ("笙钟", "颂钟"):
-        x, sr, f0 = _note(cli, tmp_path, name)
+        x, sr, f0 = note(name)
         peaks = _peaks_hz(x, sr)
         second = peaks[(peaks > 1.1 * f0) & (peaks < 1.35 * f0)]
         assert len(second) == 1, (name, second / f0)
@@ -103,9 +112,9 @@ def test_sheng_and_song_bells_differ_minor_and_major_in_the_audio(cli, tmp_path)
 
 
 @pytest.mark.parametrize("name", ["笙钟", "颂钟"])
-def test_bell_doublet_split_is_the_files_and_within_the_measured_range(cli, tmp_path, name):
+def test_bell_doublet_split_is_the_files_and_within_the_measured_range(note, name):
     synth = _instrument(name)["synth"]
-    x, sr, f0 = _note(cli, tmp_path, name)
+    x, sr, f0 = note(name)
     peaks = _peaks_hz(x, sr)
     assert synth["doublets"]
     for lo, hi in synth["doublets"]:
@@ -115,10 +124,10 @@ def test_bell_doublet_split_is_the_files_and_within_the_measured_range(cli, tmp_
 
 
 @pytest.mark.parametrize("name", ["笙钟", "颂钟", "鑮·东"])
-def test_fundamental_t60_is_the_files_decay(cli, tmp_path, name):
+def test_fundamental_t60_is_the_files_decay(note, name):
     """The file's decay_s are exponential time constants: T60 = 3·ln(10)·τ of the fundamental."""
     tau = _instrument(name)["synth"]["decay_s"][0]
-    x, sr, f0 = _note(cli, tmp_path, name)
+    x, sr, f0 = note(name)
     assert _t60_s(x, sr, f0) == pytest.approx(3 * math.log(10) * tau, rel=T60_TOLERANCE)
 
 
@@ -132,10 +141,10 @@ def test_bell_files_cite_the_measurement():
 
 
 @pytest.mark.parametrize("name", ["笙磬", "颂磬", "磬·南"])
-def test_stone_sounds_its_files_partials_and_says_they_are_not_measured(cli, tmp_path, name):
+def test_stone_sounds_its_files_partials_and_says_they_are_not_measured(note, name):
     synth = _instrument(name)["synth"]
     assert "no published measurement" in synth["source"]
-    x, sr, f0 = _note(cli, tmp_path, name)
+    x, sr, f0 = note(name)
     peaks = _peaks_hz(x, sr)
     for ratio in synth["partials"]:
         found = _nearest(peaks, ratio * f0)
