@@ -7,21 +7,15 @@ JSON; its 射节 beats are the 建鼓 strokes a round-3 shot must meet (不鼓�
 
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
 
 from yuexuan import atomic
-from yuexuan.check import ownjie, report, shiho
+from yuexuan.check import ownjie, report, rules, shiho
 from yuexuan.check.shots import read_shots
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
-from yuexuan.rite import variants as variants_mod
-from yuexuan.timeline import chosen_cues
-
-
-DEFAULT_TOLERANCE_S = shiho.Settings().tolerance_s
 
 
 def add_arguments(p) -> None:
@@ -30,9 +24,7 @@ def add_arguments(p) -> None:
                         "'yuexuan compile --timeline' (.json)")
     p.add_argument("shots", metavar="SHOTS",
                    help="shot log: UTF-8 CSV with a header row, or JSON lines")
-    p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_S, metavar="SECONDS",
-                   help=f"round 3: a shot meets the drum within ± this of a 建鼓 stroke "
-                        f"(default {DEFAULT_TOLERANCE_S}, mir_eval's beat window)")
+    rules.add_arguments(p)           # --tolerance, --cue, --strict-gong, --own-jie (shared with play)
     p.add_argument("--offset", type=float, default=0.0, metavar="SECONDS",
                    help="added to every shot time to put the log's clock on the timeline's "
                         "(default 0)")
@@ -51,45 +43,21 @@ def add_arguments(p) -> None:
     p.add_argument("--audio-start", type=float, default=None, metavar="SECONDS",
                    help="with --beats-from: timeline time of the recording's first sample "
                         "(default: estimated by matching strokes to the planned beats)")
-    p.add_argument("--cue", default=None, metavar="ID",
-                   help="the 射节 cue whose beats count (default: every cue of kind shejie)")
-    p.add_argument("--strict-gong", action="store_true",
-                   help="hold the 公 to the drum in round 3 too (default: the cue sheet's gong_exempt "
-                        "variant, which is exempt, 「不以乐志」, unless set to strict)")
-    p.add_argument("--own-jie", action="store_true",
-                   help="round 3: each arrow must meet the 建鼓 stroke of its own shooting 节 (the "
-                        "archer's n-th arrow, the stroke the timeline binds to him; 贾疏 "
-                        "「皆四节拾将乘矢」) instead of any stroke of the 射节 (default)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write to FILE (atomically) instead of standard output")
 
 
-def _finite(name: str, value: float) -> float:
-    if value is None or not math.isfinite(value):
-        raise UserError(f"{name} must be a finite number of seconds, not {value}")
-    return float(value)
-
-
-def shejie_beats(timeline, cue: str | None) -> tuple[np.ndarray, list]:
-    """The planned 建鼓 strokes (timeline s, ascending) of the 射节 cue(s), and the cue ids."""
-    if cue is not None:
-        ids = [c.id for c in chosen_cues(timeline, [cue], key="--cue")]
-    else:
-        ids = [c.id for c in timeline.cues if c.kind == "shejie"]
-    wanted = set(ids)
-    beats = np.sort(np.array([b.time for b in timeline.beats if b.cue in wanted], dtype=float))
-    return beats, ids
+_finite = rules.finite_seconds
 
 
 def run(args) -> int:
-    tolerance = _finite("--tolerance", args.tolerance)
-    if tolerance < 0:
-        raise UserError(f"--tolerance must be ≥ 0 seconds, not {tolerance}")
+    tolerance = rules.tolerance_of(args.tolerance)
     offset = _finite("--offset", args.offset)
     shots = read_shots(args.shots)          # the cheap check first
     source = data_source(args)
     timeline = read_timeline(args.cues, "check", source=source)
-    plan, cue_ids = shejie_beats(timeline, args.cue)
+    judging = rules.rules_from_args(args, timeline, source)    # the same as play's live judge
+    plan, cue_ids, settings = judging.plan_s, judging.cue_ids, judging.settings
     drum = alignment = found = None
     beats = plan
     for opt, given in (("--beats-out", args.beats_out), ("--plot", args.plot)):
@@ -107,19 +75,9 @@ def run(args) -> int:
         raise UserError("round-3 shots need 射节 beats, but the timeline has none"
                         + (f" for cue {args.cue!r}" if args.cue else " (no cue of kind shejie)"),
                         file=args.cues)
-    # the cue sheet's gong_exempt variant (O20) decides unless --strict-gong overrides it
-    sheet_exempt = timeline.ceremony.variants.get("gong_exempt", "郑玄") != "strict"
-    # O21: the 公's 着侯, as the cue sheet's gong_outside_hu variant says (its default if unset)
-    outside = variants_mod.effect(variants_mod.load(source=source), timeline.ceremony.variants,
-                                  "gong_outside_hu")["counted"]
-    settings = shiho.Settings(tolerance_s=tolerance, gong_exempt=sheet_exempt and not args.strict_gong,
-                              gong_outside_hu=outside)
-    bound = None
-    if args.own_jie:
-        bound = ownjie.own_strokes(timeline.beats, cue_ids, shots.round, shots.archers,
-                                   shots.time + offset)
-        if alignment is not None:
-            bound = ownjie.live_strokes(bound, plan, alignment)
+    bound = judging.bound_strokes(shots.round, shots.archers, shots.time + offset)
+    if bound is not None and alignment is not None:
+        bound = ownjie.live_strokes(bound, plan, alignment)
     verdict = shiho.evaluate_shots(shots, beats, offset, settings, bound)
     proof = None
     if found is not None:

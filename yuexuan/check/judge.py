@@ -1,0 +1,233 @@
+"""The live judge: shots judged one at a time as they arrive, exactly as ``check`` judges the log.
+
+:class:`Judge` holds the shots so far as the columns of text a shot log has (the same columns
+:mod:`yuexuan.check.shotlog` reads from a file) and, at each shot, validates them with
+:func:`yuexuan.check.shots.shots_from_columns` and judges them all again with
+:func:`yuexuan.check.shiho.evaluate` under the :class:`yuexuan.check.rules.Rules` that ``check``
+builds from the same options. So the verdict of shot *n* is, by construction, the verdict
+``check`` gives row *n* of the log of shots 1..n. Judging all again costs O(n) a shot:
+bench/bench_live_judge.py measures it (hundreds of shots a round).
+
+An arrow is reported in two moments (docs/play.md): :meth:`Judge.loose` when it leaves the
+string, :meth:`Judge.shot` when it has landed. The judged time of a shot is the time of its
+archer's oldest pending loose (looses wait in order, one per arrow), else the shot's own time.
+Times are timeline seconds, rounded to the microsecond as the log writes them, so the log read
+back gives the same times and verdicts.
+
+A round ends when every archer of its roster has loosed his four arrows (乘矢,
+「拾发以将乘矢」); the roster of a round is the archers the timeline binds to its strokes
+(round 3, the 射节) unless one is given. :attr:`JudgedShot.round_end` then carries the
+释获者's announcement (「右贤于左…」), once.
+
+No I/O and no clock here: the caller gives every time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from yuexuan.check import report, shiho
+from yuexuan.check.rules import Rules
+from yuexuan.check.shotlog import FIELDS, Columns
+from yuexuan.check.shots import RANKS, RESULTS, shots_from_columns
+from yuexuan.errors import UserError
+
+LIVE_PATH = "live"                 # the "file" named in a live shot's error
+DECIMALS = report.DECIMALS         # judged times rounded as the log writes them (microseconds)
+ZHENG_RESULTS = ("留", "扬", "方")  # the 公's misses the 大射正 calls (「下曰留，上曰扬，左右曰方」)
+
+
+class RosterEntry(NamedTuple):
+    """What the timeline says of an archer: his rank, role and pair (None where not said)."""
+
+    rank: str | None
+    role: str | None
+    pair: str | None
+
+
+class ShotError(NamedTuple):
+    """A shot or loose refused: one line for the operator (``column``: the field at fault)."""
+
+    message: str
+    column: str | None = None
+
+
+class RoundEnd(NamedTuple):
+    """A round whose roster has loosed every arrow: the 释获者's 算 and announcement."""
+
+    round: int
+    right: int                 # 右: 算 of the 上射
+    left: int                  # 左: 算 of the 下射
+    announcement: str          # 右贤于左一奇 | 左贤于右一纯 | 左右钧 …
+
+
+@dataclass(frozen=True)
+class JudgedShot:
+    """One shot judged: ``row`` is its line of the log, in ``check --format csv`` columns."""
+
+    number: int                # 1-based row of the log (shot number)
+    row: dict                  # report.FIELDS_OUT → value (None = empty, bools, floats, str, int)
+    released: bool
+    reason: str                # a shiho.REASONS entry
+    huo: bool                  # the 获者 calls 获 (shiho.huo_called: the arrow hit a 侯 it may)
+    zheng: str | None          # the 大射正's call (留 | 扬 | 方) after a 公's miss, else None
+    loose_s: float | None      # the pending loose's time taken as the shot's time, else None
+    tallies: list              # shiho.tallies of every shot so far (rounds 2, 3)
+    revised: tuple = ()        # earlier shots whose verdict this one changed: (number, row)
+    round_end: RoundEnd | None = None
+    warnings: tuple = ()       # e.g. a fifth arrow (乘矢)
+
+
+def round_rosters(timeline, cue_ids=None) -> dict:
+    """Round → {archer: :class:`RosterEntry`} for the shooting 节 the timeline binds to archers
+    (the 射节 cues, round 3; only ``cue_ids`` when given)."""
+    wanted = None if cue_ids is None else set(cue_ids)
+    kinds = {c.id: c.kind for c in timeline.cues}
+    rosters: dict = {}
+    for b in timeline.beats:
+        if not b.shoot or b.archer is None or (wanted is not None and b.cue not in wanted):
+            continue
+        if kinds.get(b.cue) != "shejie":
+            continue
+        rosters.setdefault(3, {}).setdefault(b.archer, RosterEntry(b.rank, b.role, b.pair))
+    return rosters
+
+
+def _text(value) -> str:
+    """A field as the text a CSV cell holds (None → empty)."""
+    return "" if value is None else str(value)
+
+
+class Judge:
+    """Shots judged incrementally by ``check``'s rules (see the module's docstring)."""
+
+    def __init__(self, rules: Rules, rosters: dict | None = None, known_only: bool = True):
+        """``rosters``: round → {archer: RosterEntry} (default :func:`round_rosters` is the
+        caller's to give; None = no roster, no round end). ``known_only``: refuse an archer
+        found in no roster (when there is one)."""
+        self.rules = rules
+        self.rosters = rosters or {}
+        self.known = {a for r in self.rosters.values() for a in r}
+        self.known_only = known_only and bool(self.known)
+        self._columns = {name: [] for name in FIELDS}
+        self._pending: dict = {}           # archer → deque of loose times (timeline s)
+        self._rows: list = []              # the last verdict row of every shot
+        self._ended: set = set()           # rounds announced
+        self.verdict: shiho.Verdict | None = None
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @property
+    def rows(self) -> list:
+        """Every shot's row so far (``check --format csv`` columns), latest verdicts."""
+        return list(self._rows)
+
+    def entry(self, archer: str) -> RosterEntry | None:
+        """The roster's rank, role and pair of ``archer`` (first round found), or None."""
+        for r in sorted(self.rosters):
+            if archer in self.rosters[r]:
+                return self.rosters[r][archer]
+        return None
+
+    def _unknown(self, archer: str) -> ShotError | None:
+        if self.known_only and archer not in self.known:
+            return ShotError(f"unknown archer {archer!r}; the roster has "
+                             f"{', '.join(sorted(self.known))}", "archer")
+        return None
+
+    def pending(self, archer: str) -> tuple:
+        """The loose times (timeline s) of ``archer`` not yet matched to a shot, oldest first."""
+        return tuple(self._pending.get(archer, ()))
+
+    def loose(self, archer: str, time_s: float) -> ShotError | None:
+        """An arrow of ``archer`` left the string at ``time_s`` (timeline s)."""
+        archer = archer.strip()
+        if not archer:
+            return ShotError("archer is empty", "archer")
+        if not np.isfinite(time_s):
+            return ShotError(f"time {time_s!r} is not a finite number of seconds", "time")
+        bad = self._unknown(archer)
+        if bad:
+            return bad
+        self._pending.setdefault(archer, deque()).append(round(float(time_s), DECIMALS))
+        return None
+
+    def shot(self, fields: dict, arrival_s: float) -> JudgedShot | ShotError:
+        """Judge a landed arrow. ``fields``: archer, rank, role, target, result (strings, the
+        shot-log vocabularies), optionally pair (string) and round (int or string); other keys are
+        ignored. ``arrival_s``: the message's arrival, timeline s. Nothing is kept on an error."""
+        archer = _text(fields.get("archer")).strip()
+        bad = self._unknown(archer) if archer else None
+        if bad:
+            return bad
+        queue = self._pending.get(archer)
+        loose_s = queue[0] if queue else None
+        time_s = loose_s if loose_s is not None else round(float(arrival_s), DECIMALS)
+        row = {name: _text(fields.get(name)) for name in FIELDS}
+        row["time"] = repr(float(time_s))
+        try:        # this row alone first: an error names its field, and nothing is kept
+            shots_from_columns(Columns(LIVE_PATH, {k: [v] for k, v in row.items()},
+                                       np.array([1], dtype=np.int64)))
+        except UserError as exc:
+            return ShotError(exc.message.removeprefix("row 1: "), exc.key)
+        if queue:
+            queue.popleft()
+        for name in FIELDS:
+            self._columns[name].append(row[name])
+        return self._judge_all(loose_s)
+
+    def _judge_all(self, loose_s: float | None) -> JudgedShot:
+        n = len(self._columns["time"])
+        shots = shots_from_columns(Columns(LIVE_PATH, self._columns,
+                                           np.arange(1, n + 1, dtype=np.int64)))
+        bound = self.rules.bound_strokes(shots.round, shots.archers, shots.time)
+        verdict = shiho.evaluate_shots(shots, self.rules.plan_s, 0.0, self.rules.settings, bound)
+        self.verdict = verdict
+        names = report.fields_out(None)
+        rows = [dict(zip(names, r)) for r in zip(*report.shot_columns(shots, verdict))]
+        revised = tuple((k + 1, rows[k]) for k in range(len(self._rows))
+                        if rows[k] != self._rows[k])
+        self._rows = rows
+        last = n - 1
+        rank, result = RANKS[shots.rank[last]], RESULTS[shots.result[last]]
+        # the 获者 calls by the whole log (a partner's rank decides the 侯), as compile --shots does
+        huo = bool(shiho.huo_called(shots.rank, shots.target, shots.result, shots.pair,
+                                    self.rules.settings)[last])
+        warnings = self._fifth_arrow(shots, last)
+        return JudgedShot(n, rows[last], bool(verdict.released[last]),
+                          shiho.REASONS[verdict.reason[last]], huo,
+                          result if rank == "公" and result in ZHENG_RESULTS else None,
+                          loose_s, verdict.tallies, revised,
+                          self._round_end(shots, verdict, int(shots.round[last])), warnings)
+
+    def _fifth_arrow(self, shots, last: int) -> tuple:
+        """A warning when the latest shot is its archer's fifth or later arrow of the round."""
+        same = (shots.round == shots.round[last]) & (
+            np.array(shots.archers, dtype=object) == shots.archers[last])
+        k = int(same.sum())
+        if k <= shiho.MAX_ARROWS:
+            return ()
+        return (f"{shots.archers[last]} looses {k} arrows in round {int(shots.round[last])}; "
+                "an archer has four (乘矢)",)
+
+    def _round_end(self, shots, verdict, round_: int) -> RoundEnd | None:
+        """The round's announcement, once, when every archer of its roster has four arrows."""
+        roster = self.rosters.get(round_)
+        if not roster or round_ in self._ended:
+            return None
+        in_round = shots.round == round_
+        names, counts = np.unique(np.array(shots.archers, dtype=object)[in_round].astype(str),
+                                  return_counts=True)
+        loosed = dict(zip(names.tolist(), counts.tolist()))
+        if any(loosed.get(a, 0) < shiho.MAX_ARROWS for a in roster):
+            return None
+        self._ended.add(round_)
+        tally = next((t for t in verdict.tallies if t["round"] == round_), None)
+        if tally is None:             # round 1: 获而未释获, nothing to announce but that
+            return RoundEnd(round_, 0, 0, "获而未释获")
+        return RoundEnd(round_, tally["右"], tally["左"], tally["announcement"])

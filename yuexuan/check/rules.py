@@ -1,0 +1,103 @@
+"""The judging options shared by ``check`` and the live judge (``play --osc``): one setup of the rules.
+
+:func:`add_arguments` declares ``--tolerance``, ``--cue``, ``--strict-gong`` and ``--own-jie``;
+:func:`rules_for` turns them and the timeline into :class:`Rules` — the :class:`shiho.Settings`
+(with the cue sheet's ``gong_exempt`` and ``gong_outside_hu`` variants), the planned 建鼓 strokes
+of the 射节 cue(s) and, for ``--own-jie``, the stroke each arrow is bound to. ``check`` and
+:class:`yuexuan.check.judge.Judge` both build their rules here, so a verdict given live is the one
+``check`` gives on the log.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from yuexuan.check import ownjie, shiho
+from yuexuan.errors import UserError
+from yuexuan.rite import variants as variants_mod
+from yuexuan.timeline import chosen_cues
+
+DEFAULT_TOLERANCE_S = shiho.Settings().tolerance_s
+
+
+def add_arguments(p) -> None:
+    """The judging options (same names and meaning in ``check`` and ``play``)."""
+    p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_S, metavar="SECONDS",
+                   help=f"round 3: a shot meets the drum within ± this of a 建鼓 stroke "
+                        f"(default {DEFAULT_TOLERANCE_S}, mir_eval's beat window)")
+    p.add_argument("--cue", default=None, metavar="ID",
+                   help="the 射节 cue whose beats count (default: every cue of kind shejie)")
+    p.add_argument("--strict-gong", action="store_true",
+                   help="hold the 公 to the drum in round 3 too (default: the cue sheet's gong_exempt "
+                        "variant, which is exempt, 「不以乐志」, unless set to strict)")
+    p.add_argument("--own-jie", action="store_true",
+                   help="round 3: each arrow must meet the 建鼓 stroke of its own shooting 节 (the "
+                        "archer's n-th arrow, the stroke the timeline binds to him; 贾疏 "
+                        "「皆四节拾将乘矢」) instead of any stroke of the 射节 (default)")
+
+
+def finite_seconds(name: str, value) -> float:
+    """``value`` as float seconds; a :class:`UserError` naming ``name`` when not finite."""
+    if value is None or not math.isfinite(value):
+        raise UserError(f"{name} must be a finite number of seconds, not {value}")
+    return float(value)
+
+
+def tolerance_of(value) -> float:
+    """``--tolerance`` checked: finite and ≥ 0 seconds."""
+    tolerance_s = finite_seconds("--tolerance", value)
+    if tolerance_s < 0:
+        raise UserError(f"--tolerance must be ≥ 0 seconds, not {tolerance_s}")
+    return tolerance_s
+
+
+def shejie_beats(timeline, cue: str | None) -> tuple[np.ndarray, list]:
+    """The planned 建鼓 strokes (timeline s, ascending) of the 射节 cue(s), and the cue ids."""
+    if cue is not None:
+        ids = [c.id for c in chosen_cues(timeline, [cue], key="--cue")]
+    else:
+        ids = [c.id for c in timeline.cues if c.kind == "shejie"]
+    wanted = set(ids)
+    beats = np.sort(np.array([b.time for b in timeline.beats if b.cue in wanted], dtype=float))
+    return beats, ids
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How shots are judged: the settings of the open readings and the drum's planned strokes."""
+
+    settings: shiho.Settings
+    plan_s: np.ndarray        # planned 建鼓 strokes of the 射节 cue(s), timeline s, ascending
+    cue_ids: list             # the 射节 cue ids whose strokes count
+    own_jie: bool             # --own-jie: each arrow on its own 节's stroke
+    timeline_beats: tuple     # the timeline's Beat records (for --own-jie)
+
+    def bound_strokes(self, round_, archers: list, time_s):
+        """--own-jie: the planned stroke bound to each shot (timeline s, NaN where none); None
+        without --own-jie (then the nearest stroke of :attr:`plan_s` counts)."""
+        if not self.own_jie:
+            return None
+        return ownjie.own_strokes(self.timeline_beats, self.cue_ids, round_, archers, time_s)
+
+
+def rules_for(timeline, source, tolerance_s: float = DEFAULT_TOLERANCE_S,
+              strict_gong: bool = False, own_jie: bool = False, cue: str | None = None) -> Rules:
+    """The rules for ``timeline`` (its cue sheet's variants read from ``source``) and the options."""
+    tolerance_s = tolerance_of(tolerance_s)
+    plan, cue_ids = shejie_beats(timeline, cue)
+    # the cue sheet's gong_exempt variant (O20) decides unless --strict-gong overrides it
+    sheet_exempt = timeline.ceremony.variants.get("gong_exempt", "郑玄") != "strict"
+    # O21: the 公's 着侯, as the cue sheet's gong_outside_hu variant says (its default if unset)
+    outside = variants_mod.effect(variants_mod.load(source=source), timeline.ceremony.variants,
+                                  "gong_outside_hu")["counted"]
+    settings = shiho.Settings(tolerance_s=tolerance_s, gong_exempt=sheet_exempt and not strict_gong,
+                              gong_outside_hu=outside)
+    return Rules(settings, plan, cue_ids, bool(own_jie), tuple(timeline.beats))
+
+
+def rules_from_args(args, timeline, source) -> Rules:
+    """:func:`rules_for` with the options of :func:`add_arguments`."""
+    return rules_for(timeline, source, args.tolerance, args.strict_gong, args.own_jie, args.cue)
