@@ -1,0 +1,239 @@
+"""The 射节 (貍首) as one microphone at the 宾's seat hears it, rendered from the FluidR3_GM samples
+by FluidSynth — recordings this project did not synthesise, for the drum finder's tests and bench.
+
+The notes are the compiled timeline's (``yuexuan compile cues/dashe.toml --timeline``, read back as
+JSON): the three 建鼓 as GM Taiko Drums (program 117, 0-based 116), the 朔鼙 and 应鼙 before each
+节 as GM kit drums (their ``gm_drum_key``: 47 low-mid tom, 45 low tom), the bells (笙钟, 颂钟,
+鑮) as Tubular Bells, the stones as the timeline's GM program (Marimba), the singers (歌) as Choir
+Aahs. Each instrument is rendered alone (``fluidsynth -ni -F OUT.wav -r 44100 SF2 MID``) and put
+at the seat as the render puts it: delayed by its travel time and scaled by spherical spreading,
+1/d beyond 1 m (``yuexuan/audio/space.py``'s law), d computed here from the timeline's
+``position_m`` and ``rite/courtyard.toml``'s seat. Then pink noise 20 dB below the whole mix.
+
+The players: everyone 0.8 % slower than the plan (the band follows the drum); the drummer's
+strokes with 8 ms of jitter, the others' notes with 10 ms (seeded). One drummer's timing serves
+the three 建鼓 (struck together); the *true stroke* is when the first of them is heard at the seat
+(建鼓·北, 8 m away), on the recording's clock.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+ROOT = Path(__file__).resolve().parent.parent
+CUES = ROOT / "cues" / "dashe.toml"
+SF2 = Path("/usr/share/sounds/sf2/FluidR3_GM.sf2")
+SR = 44100
+SEAT = "宾"
+CUE = "lishou"
+SPEED_OF_SOUND_M_S = 343.0        # yuexuan/audio/space.py's value
+TEMPO_RATIO = 1.008               # performed seconds per planned second: 0.8 % slow
+DRUM_JITTER_S = 0.008
+BAND_JITTER_S = 0.010
+LEAD_S = 4.0                      # the recorder starts this long before the cue, s
+TAIL_S = 4.0                      # and stops this long after its last note, s
+NOISE_BELOW_DB = 20.0
+TAIKO = 116                       # GM program 117 Taiko Drum, 0-based
+TUBULAR_BELLS = 14                # GM program 15, 0-based
+CHOIR_AAHS = 52                   # GM program 53, 0-based
+TICKS_PER_BEAT = 9600             # at 500000 µs a beat: 1 tick = 52 µs
+DRUM_CHANNEL = 9
+
+
+@dataclass(frozen=True)
+class FluidMix:
+    """One rendered mix and its truth."""
+
+    path: Path                 # mono float WAV, SR Hz
+    true_s: np.ndarray         # each 建鼓 stroke's first arrival at the seat, recording clock, s
+    planned_s: np.ndarray      # the 112 planned strokes, timeline s
+    start_s: float             # timeline time of the recording's first sample, s
+    struck_s: np.ndarray       # when the drummer struck each stroke, timeline s
+
+
+@dataclass(frozen=True)
+class Part:
+    """One instrument's notes as played: onset times (recording clock, s, before travel)."""
+
+    instrument: str
+    program: int | None        # None: the GM kit on channel 10
+    times_s: np.ndarray
+    durations_s: np.ndarray
+    keys: np.ndarray
+    velocities: np.ndarray
+
+
+def compiled_timeline(work: Path) -> dict:
+    """The default cue sheet compiled by the command line, its timeline JSON read back."""
+    out = work / "timeline.json"
+    if not out.exists():
+        r = subprocess.run([sys.executable, "-m", "yuexuan", "compile", str(CUES),
+                            "-o", str(work / "dashe.mid"), "--timeline", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def seat_position_m(name: str = SEAT) -> tuple:
+    with open(ROOT / "rite" / "courtyard.toml", "rb") as f:
+        data = tomllib.load(f)
+    seat = next(x for x in data["listener"] if x["name"] == name)
+    return tuple(float(v) for v in seat["position_m"])
+
+
+def at_seat(position_m, seat_m) -> tuple[float, float]:
+    """(gain, delay s) of a source heard at the seat: 1/d spreading beyond 1 m, d/c travel."""
+    d = math.dist(position_m, seat_m)
+    return 1.0 / max(d, 1.0), d / SPEED_OF_SOUND_M_S
+
+
+def program_of(info: dict) -> int | None:
+    """The GM program this mix gives an instrument of the timeline (None: kit drum)."""
+    if info["kind"] == "建鼓":
+        return TAIKO
+    if info["family"] == "drum":
+        return None
+    if info["family"] == "bell":
+        return TUBULAR_BELLS
+    if info["family"] == "voice":
+        return CHOIR_AAHS
+    return info["gm_program"]
+
+
+def write_midi(part: Part, path: Path) -> None:
+    """A one-track SMF of the part (mido), note times rounded to ticks of 52 µs."""
+    import mido
+
+    ch = DRUM_CHANNEL if part.program is None else 0
+    sec_per_tick = 0.5 / TICKS_PER_BEAT
+    events = []
+    for t, d, k, v in zip(part.times_s, part.durations_s, part.keys, part.velocities):
+        on = int(round(t / sec_per_tick))
+        events.append((on, 1, mido.Message("note_on", channel=ch, note=int(k), velocity=int(v))))
+        off = on + max(1, int(round(d / sec_per_tick)))
+        events.append((off, 0, mido.Message("note_off", channel=ch, note=int(k), velocity=0)))
+    events.sort(key=lambda e: (e[0], e[1]))
+    track = mido.MidiTrack()
+    if part.program is not None:
+        track.append(mido.Message("program_change", channel=ch, program=part.program, time=0))
+    track.append(mido.Message("control_change", channel=ch, control=7, value=127, time=0))
+    last = 0
+    for tick, _, msg in events:
+        track.append(msg.copy(time=tick - last))
+        last = tick
+    mid = mido.MidiFile(ticks_per_beat=TICKS_PER_BEAT)
+    mid.tracks.append(track)
+    mid.save(path)
+
+
+def render_part(part: Part, work: Path) -> np.ndarray:
+    """FluidSynth's rendering of the part, mono (mean of its two channels)."""
+    mid = work / f"{part.instrument}.mid"
+    wav = work / f"{part.instrument}.wav"
+    write_midi(part, mid)
+    r = subprocess.run(["fluidsynth", "-ni", "-F", str(wav), "-r", str(SR), str(SF2), str(mid)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and wav.exists(), r.stderr
+    y, sr = sf.read(wav, dtype="float32", always_2d=True)
+    wav.unlink()                          # 40 MB a stem: only the mix is kept
+    assert sr == SR
+    return y.mean(axis=1)
+
+
+def pink_noise(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Unit-RMS pink (1/f power) noise: white noise shaped by 1/√f in the frequency domain."""
+    spec = np.fft.rfft(rng.normal(size=n))
+    f = np.arange(len(spec), dtype=np.float64)
+    f[0] = 1.0
+    y = np.fft.irfft(spec / np.sqrt(f), n)
+    return y / np.sqrt(np.mean(y * y))
+
+
+def build_mix(work: Path, seed: int = 14, name: str = "mix.wav") -> FluidMix:
+    """Render the mix into ``work`` (reused when already there) and return it with its truth."""
+    work.mkdir(parents=True, exist_ok=True)
+    tl = compiled_timeline(work)
+    cue = next(c for c in tl["cues"] if c["id"] == CUE)
+    c0 = float(cue["start"])
+    start_tl = c0 - LEAD_S
+    rng = np.random.default_rng(seed)
+    seat = seat_position_m()
+    planned = np.array(sorted(b["time"] for b in tl["beats"] if b["cue"] == CUE))
+    struck = c0 + (planned - c0) * TEMPO_RATIO + rng.normal(0.0, DRUM_JITTER_S, len(planned))
+    notes_by: dict[str, list] = {}
+    for n in tl["notes"]:
+        if n["cue"] == CUE and n["instrument"] in cue["instruments"]:
+            notes_by.setdefault(n["instrument"], []).append(n)
+    arrivals = []
+    parts = []
+    for name_i, notes in sorted(notes_by.items()):
+        info = tl["instruments"][name_i]
+        if info["family"] == "voice" and name_i != "歌":
+            continue                          # the 获者's and 大射正's calls are not the band
+        t = np.array([n["time"] for n in notes])
+        if info["kind"] == "建鼓":
+            idx = np.searchsorted(planned, t)
+            assert np.allclose(planned[idx], t), "a 建鼓 note off the planned strokes"
+            played = struck[idx]
+        else:
+            played = c0 + (t - c0) * TEMPO_RATIO + rng.normal(0.0, BAND_JITTER_S, len(t))
+        program = program_of(info)
+        keys = np.array([info["gm_drum_key"] if program is None else n["midi"] for n in notes])
+        parts.append(Part(name_i, program, played - start_tl,
+                          np.array([n["duration"] for n in notes]) * TEMPO_RATIO,
+                          keys, np.array([n["velocity"] for n in notes])))
+        gain, delay = at_seat(info["position_m"], seat)
+        arrivals.append((name_i, gain, delay))
+    path = work / name
+    truth = path.with_suffix(".truth.npy")
+    if not (path.exists() and truth.exists()):
+        assert shutil.which("fluidsynth"), "fluidsynth is needed (tests/system-deps.sh)"
+        assert SF2.exists(), f"{SF2} is needed (fluid-soundfont-gm)"
+        length = int((max(p.times_s.max() + p.durations_s.max() for p in parts) + TAIL_S) * SR)
+        mix = np.zeros(length, dtype=np.float64)
+        first = None                  # (delay s, stem, note-ons) of the nearest 建鼓
+        for part, (name_i, gain, delay) in zip(parts, arrivals):
+            y = render_part(part, work)
+            i = int(round(delay * SR))
+            m = min(len(y), length - i)
+            mix[i:i + m] += gain * y[:m]
+            if tl["instruments"][name_i]["kind"] == "建鼓" and (first is None or delay < first[0]):
+                first = (i / SR, y, part.times_s)
+        rms = math.sqrt(float(np.mean(mix * mix)))
+        mix += rms * 10 ** (-NOISE_BELOW_DB / 20) * pink_noise(length, rng)
+        mix *= 0.5 / float(np.abs(mix).max())
+        sf.write(path, mix.astype(np.float32), SR, subtype="FLOAT")
+        np.save(truth, first[0] + sound_starts(first[1], first[2]))
+    return FluidMix(path, np.load(truth), planned, float(start_tl), struck)
+
+
+def sound_starts(stem: np.ndarray, note_on_s: np.ndarray) -> np.ndarray:
+    """When each note's sound starts in its own stem (s): the first sample, from the note-on on,
+    reaching 1 % of the note's peak within 60 ms. FluidSynth sounds a Taiko note 5–9 ms after its
+    note-on (its 64-sample blocks and the sample's lead-in), so the stem, silent before each
+    stroke, says when the drum is heard, not the MIDI file."""
+    out = np.empty(len(note_on_s))
+    for k, t in enumerate(note_on_s):
+        i = int(t * SR)
+        seg = np.abs(stem[i:i + int(0.06 * SR)])
+        out[k] = (i + int(np.flatnonzero(seg >= 0.01 * seg.max())[0])) / SR
+    return out
+
+
+
+
+@pytest.fixture(scope="session")
+def fluid_mix(tmp_path_factory) -> FluidMix:
+    """The mix of this module's doc, rendered once per test session."""
+    return build_mix(tmp_path_factory.mktemp("fluid_mix"))
