@@ -110,3 +110,16 @@ def test_bad_file_in_the_data_folder_is_named(cli, tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert f"{inst / '笙钟.toml'}:{line}: TOML syntax error" in r.stderr, r.stderr
     assert not (tmp_path / "o.mid").exists()
+
+
+def test_bell_whose_second_tone_is_not_among_its_partials(cli, tmp_path):
+    """The bell sounds one mode per listed partial: a 侧鼓 left out would be silent, so it is refused."""
+    inst = tmp_path / "data" / "instruments"
+    inst.mkdir(parents=True)
+    good = (ROOT / "instruments" / "颂钟.toml").read_text(encoding="utf-8")
+    bad = re.sub(r"(?m)^partials = \[1, 1\.25,", "partials = [1, 1.3,", good)
+    assert bad != good
+    (inst / "颂钟.toml").write_text(bad, encoding="utf-8")
+    r = cli("--data", tmp_path / "data", "compile", "cues/dashe.toml", "-o", tmp_path / "o.mid")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"{inst / '颂钟.toml'}" in r.stderr and "synth.partials" in r.stderr and "1.25" in r.stderr, r.stderr

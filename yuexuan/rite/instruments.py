@@ -138,6 +138,12 @@ def load_instrument(path: str | Path) -> Instrument:
         raise f.error("gm_program", "a pitched instrument needs a General MIDI program (0..127)")
     if not pitched and gm_drum_key is None:
         raise f.error("gm_drum_key", "an unpitched instrument needs a GM drum key (27..87)")
+    synth = dict(f.get("synth", dict, {}))
+    second = synth.get("second_tone_ratio")
+    if second is not None and not any(abs(p - second) < 1e-9 for p in synth.get("partials", ())):
+        # the bell sounds one mode per listed partial: a 侧鼓 missing from them would be silent
+        raise f.error("synth.partials", f"a two-tone bell must list its 侧鼓 (second_tone_ratio {second}) "
+                      "among its partials")
     return Instrument(
         name=f.get("name", str), pinyin=f.get("pinyin", str, ""), english=f.get("english", str, ""),
         family=f.get("family", str, choices=FAMILIES), kind=f.get("kind", str, choices=KINDS),
@@ -146,7 +152,7 @@ def load_instrument(path: str | Path) -> Instrument:
         suspension=f.get("suspension", str, None, choices=SUSPENSIONS),
         count=f.get("count", int, 1, lo=1, hi=64), pitched=pitched,
         octave=f.get("octave", int, 0, lo=-4, hi=4), pitch_set=pitch_set, gm_program=gm_program,
-        gm_drum_key=gm_drum_key, synth=dict(f.get("synth", dict, {})), file=str(path),
+        gm_drum_key=gm_drum_key, synth=synth, file=str(path),
         places=tuple(_place(p) for p in f.tables("place", [], limit=MAX_PLACES)))
 
 
