@@ -4,6 +4,12 @@ The CSV goes through :mod:`csv`, JSON lines through :mod:`json`; nothing is vali
 the file itself (readable, not binary, UTF-8, not empty) and its layout (a header naming the
 required columns, rows of the header's width, one JSON object a line). Every mistake is a
 :class:`~yuexuan.errors.UserError` naming the file, the line, the shot row and the column.
+
+A log written live (``play --shots-log``) may end in a line a crash cut short: the file does not
+end with a line break and its last line is not whole — not UTF-8 (a character cut), fewer fields
+than the header (CSV) or not a JSON object (JSON lines). That line is left out with a warning
+(:attr:`Columns.warnings`); anywhere else the same faults are errors. A line cut inside its last
+field cannot be told from a whole one (the live log's last column, ``reason``, is not read).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ class Columns:
     path: str
     values: dict
     lines: np.ndarray          # int64
+    warnings: tuple = ()       # e.g. a last line cut short, left out
 
 
 def field_error(path, line: int | None, row: int | None, column: str | None,
@@ -53,6 +60,17 @@ def field_error(path, line: int | None, row: int | None, column: str | None,
 
 def read_text(path: Path) -> str:
     """The file's text: UTF-8, BOM removed; refused when unreadable, binary, not UTF-8 or empty."""
+    return read_log_text(path)[0]
+
+
+def _cut_short(path, line: int) -> str:
+    """The warning for a last line (1-based ``line``) cut short, left out."""
+    return f"{path}:{line}: the last line is cut short (a crash while it was written?): left out"
+
+
+def read_log_text(path: Path) -> tuple[str, str | None]:
+    """:func:`read_text`, and a warning when an unterminated last line is not UTF-8 (a character
+    cut by a crash): that line is then left out of the text."""
     try:
         with open(path, "rb") as f:
             size = f.seek(0, io.SEEK_END)
@@ -77,8 +95,14 @@ def read_text(path: Path) -> str:
         raise UserError(f"binary file (NUL byte at offset {nul}): expected UTF-8 CSV or JSON lines",
                         file=str(path), line=raw.count(b"\n", 0, nul) + 1)
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8"), None
     except UnicodeDecodeError as exc:
+        last = raw.rfind(b"\n") + 1
+        if not raw.endswith(b"\n") and exc.start >= last > 0:
+            try:
+                return raw[:last].decode("utf-8"), _cut_short(path, raw.count(b"\n") + 1)
+            except UnicodeDecodeError:
+                pass
         raise UserError(f"not UTF-8 text (bad byte at offset {exc.start}): expected UTF-8 CSV "
                         "or JSON lines", file=str(path),
                         line=raw.count(b"\n", 0, exc.start) + 1) from None
@@ -141,6 +165,12 @@ def read_csv(path: Path, text: str) -> Columns:
             lines = np.arange(2, len(rows) + 2, dtype=np.int64)
         else:                                            # a quoted field held a line break
             lines = np.array(_line_numbers(text), dtype=np.int64)
+        warnings = ()
+        if (rows and not text.endswith(("\n", "\r")) and len(rows[-1]) < ncol
+                and not _is_blank(rows[-1])):               # cut short by a crash
+            warnings = (_cut_short(path, int(lines[-1])),)
+            rows.pop()
+            lines = lines[:-1]
         width = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         odd = np.flatnonzero(width != ncol)
         if odd.size:
@@ -159,7 +189,7 @@ def read_csv(path: Path, text: str) -> Columns:
         values = {name: list(map(itemgetter(index[name]), rows)) if name in index else empty
                   for name in FIELDS}
         del rows
-    return Columns(str(path), values, lines)
+    return Columns(str(path), values, lines, warnings)
 
 
 def _json_value(path, line: int, row: int, name: str, value) -> str:
@@ -188,13 +218,20 @@ def read_jsonl(path: Path, text: str) -> Columns:
     :data:`REQUIRED`."""
     values = {name: [] for name in FIELDS}
     lines = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    warnings = ()
+    split = text.split("\n")
+    for lineno, line in enumerate(split, start=1):
         if not line.strip():
             continue
         row = len(lines) + 1
         try:
             obj = json.loads(line)
-        except ValueError as exc:           # JSONDecodeError, or an integer of too many digits
+            if lineno == len(split) and not isinstance(obj, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            if lineno == len(split):                    # unterminated last line: cut short
+                warnings = (_cut_short(path, lineno),)
+                break           # JSONDecodeError, or an integer of too many digits
             why = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) \
                 else str(exc)
             raise field_error(path, lineno, row, None,
@@ -211,7 +248,7 @@ def read_jsonl(path: Path, text: str) -> Columns:
                                   f"missing field '{name}': each line needs "
                                   f"{', '.join(REQUIRED)} (and optionally pair, round)")
         lines.append(lineno)
-    return Columns(str(path), values, np.array(lines, dtype=np.int64))
+    return Columns(str(path), values, np.array(lines, dtype=np.int64), warnings)
 
 
 def is_jsonl(path: Path, text: str) -> bool:
@@ -227,5 +264,8 @@ def is_jsonl(path: Path, text: str) -> bool:
 def read_columns(path: str | Path) -> Columns:
     """The shot log at ``path`` as columns of text (CSV or JSON lines)."""
     path = Path(path)
-    text = read_text(path)
-    return read_jsonl(path, text) if is_jsonl(path, text) else read_csv(path, text)
+    text, cut = read_log_text(path)
+    columns = read_jsonl(path, text) if is_jsonl(path, text) else read_csv(path, text)
+    if cut:
+        columns = Columns(columns.path, columns.values, columns.lines, (cut,) + columns.warnings)
+    return columns

@@ -55,6 +55,7 @@ class Shots:
     pair_names: list
     round: np.ndarray         # int8, 1..3
     lines: np.ndarray         # int64, 1-based line of each row
+    warnings: tuple = ()      # from reading the file (a last line cut short, left out)
 
     def __len__(self) -> int:
         return len(self.time)
@@ -170,7 +171,7 @@ def shots_from_columns(c: Columns) -> Shots:
         fail(archers.index(""), "archer", "archer is empty")
     pair, pair_names = _groups(_stripped(c.values["pair"]))
     return Shots(c.path, time, archers, rank, role, target, result, pair, pair_names, rnd,
-                 c.lines)
+                 c.lines, c.warnings)
 
 
 def read_shots(path: str | Path) -> Shots:

@@ -84,8 +84,9 @@ def run(args) -> int:
         proof = evidence.shot_evidence(found, plan, shots, verdict, settings)
         drum["uncertain_rows"] = (np.flatnonzero(proof.uncertain) + 1).tolist()
         _write_evidence(args, found, plan, shots, verdict, proof, settings)
-    warnings = [f"{a} looses {n} arrows in round {r}; an archer has four (乘矢)"
-                for r, a, n in shiho.over_four(shots.round, shots.archers)]
+    warnings = list(shots.warnings) + [
+        f"{a} looses {n} arrows in round {r}; an archer has four (乘矢)"
+        for r, a, n in shiho.over_four(shots.round, shots.archers)]
     for w in warnings:
         print(f"yuexuan check: warning: {w}", file=sys.stderr)
     meta = {"cues": str(args.cues), "shots": str(args.shots), "shejie_cues": cue_ids,

@@ -1,0 +1,250 @@
+"""The live judge (yuexuan/check/judge.py) and its log (check/logwriter.py) against ``check``.
+
+The independent evidence is ``yuexuan check`` itself, run on the log file the writer left on disk
+and read back with the csv module: after every shot, the shot's live verdict must be the one
+``check`` gives that row of the log so far, and the judge's rows must be all of check's rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+import numpy as np
+import pytest
+
+from yuexuan.check import judge as judge_mod
+from yuexuan.check import logwriter, rules
+from yuexuan.check.shots import RESULTS, TARGETS
+from yuexuan.cli import main
+from yuexuan.data import DataSource
+
+VERDICT = ("nearest_beat", "offset", "on_beat", "released", "reason")
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, default_timeline):
+    """The default ceremony saved as a timeline (check reads it without compiling again)."""
+    from yuexuan.timeline import to_dict
+    import json
+    path = tmp_path_factory.mktemp("tl") / "dashe.json"
+    path.write_text(json.dumps(to_dict(default_timeline), ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def check_rows(capsys, saved, log, *options) -> tuple[list, str]:
+    """``yuexuan check SAVED LOG --format csv`` in process: its rows (dicts of text), stderr."""
+    code = main(["check", str(saved), str(log), "--format", "csv", *options])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return list(csv.DictReader(io.StringIO(out, newline=""))), err
+
+
+def as_text(row: dict) -> dict:
+    """A judge's row as ``check --format csv`` writes it."""
+    buf = io.StringIO()
+    csv.writer(buf).writerow([logwriter._cell(row[c]) for c in logwriter.COLUMNS])
+    return dict(zip(logwriter.COLUMNS, next(csv.reader(io.StringIO(buf.getvalue())))))
+
+
+def round3_arrows(timeline, seed: int) -> list:
+    """One arrow per shooting stroke of the 射节, as a scorer reports it: a loose near the stroke
+    (on it, 20 ms, 70 ms or 250 ms off) and a shot 1.5–2.6 s later (so a loose of the next arrow
+    may come before the last shot), some with no loose at all."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for b in timeline.beats:
+        if not (b.shoot and b.archer):
+            continue
+        off = float(rng.choice([0.0, 0.02, -0.02, 0.07, -0.07, 0.25, -0.25, 0.6]))
+        hit = rng.random() < 0.6
+        result = "贯" if hit else str(rng.choice([r for r in RESULTS if r != "贯"]))
+        own = {"公": "大侯", "宾": "大侯", "卿": "参", "大夫": "参", "士": "干"}[b.rank]
+        target = "" if result in ("不中", "留", "扬", "方") else (
+            own if rng.random() < 0.8 else str(rng.choice(TARGETS)))
+        fields = {"archer": b.archer, "rank": b.rank, "role": b.role, "target": target,
+                  "result": result, "pair": b.pair, "round": 3}
+        loose = None if rng.random() < 0.15 else b.time + off
+        out.append((loose, b.time + off + float(rng.uniform(1.5, 2.6)), fields))
+    return out
+
+
+def events(arrows) -> list:
+    """(time, kind, payload) in arrival order: looses and shots interleaved."""
+    ev = [(loose, 0, (f["archer"], loose)) for loose, _, f in arrows if loose is not None]
+    ev += [(land, 1, f) for _, land, f in arrows]
+    return sorted(ev, key=lambda e: (e[0], e[1]))
+
+
+def test_every_live_verdict_is_checks_on_the_log_so_far(capsys, tmp_path, default_timeline, saved):
+    """The whole 射节, 64 arrows: after each shot check reads the fsynced log; its row n is the
+    live verdict of shot n, and every earlier row equals the judge's latest; the round ends with
+    check's announcement exactly when the last of the roster's arrows is in."""
+    rs = rules.rules_for(default_timeline, DataSource())
+    judge = judge_mod.Judge(rs, judge_mod.round_rosters(default_timeline))
+    arrows = round3_arrows(default_timeline, seed=13)
+    assert len(arrows) == 4 * len(judge.rosters[3]) == 64
+    log = tmp_path / "live.csv"
+    ends = []
+    with logwriter.ShotLogWriter(log) as writer:
+        for t, kind, payload in events(arrows):
+            if kind == 0:
+                assert judge.loose(*payload) is None
+                continue
+            js = judge.shot(payload, t)
+            assert not isinstance(js, judge_mod.ShotError), js
+            writer.write(js.row)
+            got, _ = check_rows(capsys, saved, log)
+            assert len(got) == js.number
+            assert {k: got[-1][k] for k in VERDICT} == {k: as_text(js.row)[k] for k in VERDICT}
+            assert got == [as_text(r) for r in judge.rows]     # earlier rows, as revised
+            assert js.released == (got[-1]["released"] == "true") and js.reason == got[-1]["reason"]
+            if js.round_end:
+                ends.append((js.number, js.round_end))
+    reasons = [r["reason"] for r in judge.rows]
+    assert "释" in reasons and "不鼓不释" in reasons          # both sides of the drum were tried
+    _, err = check_rows(capsys, saved, log)
+    (number, end), = ends
+    assert number == 64 and end.round == 3
+    assert f"round 3: 右 {end.right} 算, 左 {end.left} 算 — {end.announcement}" in err
+
+
+def test_loose_time_is_judged_not_the_landing(default_timeline):
+    """A loose on the stroke with 贯 is released; 250 ms off is refused 不鼓不释; looses wait in
+    order (the first shot takes the first loose); a shot without a loose takes its own time."""
+    rs = rules.rules_for(default_timeline, DataSource())
+    judge = judge_mod.Judge(rs, judge_mod.round_rosters(default_timeline))
+    b1, b2 = [b for b in default_timeline.beats if b.archer == "上耦上射"][:2]
+    fields = {"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干", "result": "贯",
+              "pair": "上耦"}
+    judge.loose("上耦上射", b1.time)
+    judge.loose("上耦上射", b2.time + 0.25)
+    t1 = round(b1.time, 6)                                # the log's microseconds
+    assert judge.pending("上耦上射") == (t1, round(b2.time + 0.25, 6))
+    first = judge.shot(fields, b2.time + 1.0)
+    second = judge.shot(fields, b2.time + 1.8)
+    assert (first.reason, first.row["time"], first.loose_s) == ("释", t1, t1)
+    assert first.huo and second.huo                       # the 获者 calls a 贯 on his own 侯
+    assert (second.reason, second.row["offset"]) == ("不鼓不释", 0.25)
+    third = judge.shot(fields, b1.time + 0.0123456789)    # no loose pending: its own time
+    assert third.loose_s is None and third.row["time"] == round(b1.time + 0.0123456789, 6)
+    assert [t["round"] for t in third.tallies] == [3] and third.tallies[0]["右"] == 2
+
+
+def test_bad_shots_are_refused_and_nothing_is_kept(default_timeline):
+    rs = rules.rules_for(default_timeline, DataSource())
+    judge = judge_mod.Judge(rs, judge_mod.round_rosters(default_timeline))
+    judge.loose("士乙", 1200.0)
+    good = {"archer": "士乙", "rank": "士", "role": "上射", "target": "干", "result": "贯"}
+    for change, column in (({"rank": "王"}, "rank"), ({"result": "中"}, "result"),
+                           ({"target": ""}, "target"), ({"round": 4}, "round"),
+                           ({"archer": "无名"}, "archer"), ({"result": "不中"}, "target")):
+        err = judge.shot(good | change, 1201.5)
+        assert isinstance(err, judge_mod.ShotError) and err.column == column, (change, err)
+    assert len(judge) == 0 and judge.pending("士乙") == (1200.0,)
+    assert isinstance(judge.loose("无名", 1.0), judge_mod.ShotError)
+    assert isinstance(judge.loose("士乙", float("nan")), judge_mod.ShotError)
+    assert judge.shot(good, 1201.5).number == 1
+
+
+def test_a_later_partner_revises_an_earlier_verdict(default_timeline):
+    """「卑者与尊者为耦，不异侯」: the 士 paired with a 大夫 shoots the 参. Until the 大夫's first
+    shot is in, check (on that log) sees the 士 alone on the 干; the judge says which earlier
+    verdict the new shot changed."""
+    rs = rules.rules_for(default_timeline, DataSource())
+    judge = judge_mod.Judge(rs, None)
+    shi = judge.shot({"archer": "士甲", "rank": "士", "role": "下射", "target": "参", "result": "贯",
+                      "pair": "大夫二耦", "round": 2}, 980.0)
+    assert shi.reason == "非其侯" and not shi.huo
+    dafu = judge.shot({"archer": "大夫丙", "rank": "大夫", "role": "上射", "target": "参",
+                       "result": "贯", "pair": "大夫二耦", "round": 2}, 982.0)
+    assert dafu.reason == "释"
+    assert [(n, r["reason"]) for n, r in dafu.revised] == [(1, "释")]
+    assert dafu.tallies == [{"round": 2, "右": 1, "左": 1, "winner": None, "chun": 0, "qi": 0,
+                             "announcement": "左右钧"}]
+
+
+def test_the_gong_misses_give_the_da_she_zheng_call(default_timeline):
+    rs = rules.rules_for(default_timeline, DataSource())
+    judge = judge_mod.Judge(rs, judge_mod.round_rosters(default_timeline))
+    js = judge.shot({"archer": "公", "rank": "公", "role": "下射", "target": "", "result": "留",
+                     "pair": "公耦"}, 1190.0)
+    assert (js.zheng, js.huo, js.reason) == ("留", False, "不中")
+
+
+@pytest.mark.parametrize("options", [("--own-jie",), ("--strict-gong", "--tolerance", "0.03")])
+def test_judging_options_are_checks(capsys, tmp_path, default_timeline, saved, options):
+    """The options reach the judge through the same rules.rules_from_args as check's."""
+    import argparse
+    p = argparse.ArgumentParser()
+    rules.add_arguments(p)
+    rs = rules.rules_from_args(p.parse_args(list(options)), default_timeline, DataSource())
+    judge = judge_mod.Judge(rs, judge_mod.round_rosters(default_timeline))
+    log = tmp_path / "live.csv"
+    with logwriter.ShotLogWriter(log) as writer:
+        for t, kind, payload in events(round3_arrows(default_timeline, seed=7)):
+            if kind == 0:
+                judge.loose(*payload)
+            else:
+                writer.write(judge.shot(payload, t).row)
+    got, _ = check_rows(capsys, saved, log, *options)
+    assert [{k: g[k] for k in VERDICT} for g in got] == \
+        [{k: as_text(r)[k] for k in VERDICT} for r in judge.rows]
+
+
+# -- the log --------------------------------------------------------------------------------
+
+ROW = {"time": 1106.52, "archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
+       "result": "贯", "pair": "上耦", "round": 3, "nearest_beat": 1106.5, "offset": 0.02,
+       "on_beat": True, "released": True, "reason": "释"}
+
+
+def test_each_row_is_fsynced_and_the_header_written_once(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(logwriter.os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    log = tmp_path / "log.csv"
+    with logwriter.ShotLogWriter(log) as w:
+        w.write(ROW)
+        after_one = len(synced)
+        w.write(ROW | {"archer": "a,\"b\"\nc"})
+    assert after_one == 2 and len(synced) == 3          # header, then one fsync a row
+    with logwriter.ShotLogWriter(log) as w:               # a resumed show appends
+        w.write(ROW | {"round": 2, "on_beat": None, "nearest_beat": None, "offset": None})
+    rows = list(csv.reader(io.StringIO(log.read_text(encoding="utf-8"), newline="")))
+    assert rows[0] == list(logwriter.COLUMNS) and len(rows) == 4
+    assert rows[1][:3] == ["1106.52", "上耦上射", "士"] and rows[1][10:] == ["true", "true", "释"]
+    assert rows[2][1] == "a,\"b\"\nc" and rows[3][8:11] == ["", "", ""]
+    assert log.read_bytes().endswith(b"\r\n")
+
+
+def test_a_cut_last_line_is_read_with_a_warning_and_dropped_on_reopen(capsys, tmp_path, saved):
+    log = tmp_path / "log.csv"
+    with logwriter.ShotLogWriter(log) as w:
+        w.write(ROW)
+    whole = log.read_bytes()
+    second = ("1108.61,上耦下射,士,下射,干,贯,上耦,3,1108.5,0.11,false,false,不鼓不释\r\n"
+              .encode("utf-8"))
+    for cut in (5, 30, 31, len(second) - 30):           # 31: inside a 3-byte character
+        log.write_bytes(whole + second[:cut])
+        got, err = check_rows(capsys, saved, log)
+        assert len(got) == 1 and got[0]["reason"] == "释"
+        assert f"{log}:3: the last line is cut short" in err and "warning" in err
+    with logwriter.ShotLogWriter(log) as w:
+        assert "cut short" in w.repaired
+        w.write(ROW | {"time": 1108.61})
+    got, err = check_rows(capsys, saved, log)
+    assert [g["time"] for g in got] == ["1106.52", "1108.61"] and "cut short" not in err
+    log.write_bytes(b"time,archer,ra")                    # even the header cut
+    with logwriter.ShotLogWriter(log) as w:
+        assert w.repaired
+    assert log.read_bytes() == logwriter.HEADER
+
+
+def test_a_file_that_is_not_a_live_log_is_refused(tmp_path):
+    other = tmp_path / "notes.csv"
+    other.write_text("time,archer\n1,a\n", encoding="utf-8")
+    with pytest.raises(Exception, match="not a live shot log"):
+        logwriter.ShotLogWriter(other)
+    assert other.read_text(encoding="utf-8") == "time,archer\n1,a\n"
