@@ -12,9 +12,11 @@ import threading
 import time
 
 from yuexuan import atomic
-from yuexuan.midi import live, operator, ports, sync
+from yuexuan.check import rules as rules_mod
+from yuexuan.midi import live, live_calls, operator, osc, ports, sync
+from yuexuan.midi.live_show import LiveShow
 from yuexuan.midi.program import build_program
-from yuexuan.commands.common import data_source, load_timeline
+from yuexuan.commands.common import data_source, load_timeline, read_timeline
 from yuexuan.errors import UserError
 
 
@@ -33,10 +35,11 @@ def add_arguments(p) -> None:
                    help="MIDI backend (default alsa)")
     p.add_argument("--list-ports", action="store_true", help="list MIDI ports and exit")
     p.add_argument("--cues", metavar="ID,ID", help="play only these cues (comma-separated ids)")
-    p.add_argument("--from", dest="from_s", type=float, metavar="SECONDS",
-                   help="start at this timeline time (s) of the selection")
-    p.add_argument("--until", dest="until_s", type=float, metavar="SECONDS",
-                   help="start no note at or after this timeline time (s)")
+    p.add_argument("--from", dest="from_s", metavar="TIME",
+                   help="start part-way (a rehearsal): timeline seconds of the selection, or a "
+                        "cue id with an offset in seconds from its start (lishou, lishou+30)")
+    p.add_argument("--until", dest="until_s", metavar="TIME",
+                   help="start no note at or after TIME (seconds, or CUE[+S] as for --from)")
     p.add_argument("--auto", action="store_true",
                    help="no operator: play the selection as compiled (open-ended cues take "
                         "their default lengths)")
@@ -63,10 +66,23 @@ def add_arguments(p) -> None:
                         f"priority {RT_PRIORITY} and stays normal where that is not allowed)")
     p.add_argument("--report", metavar="FILE.json",
                    help="write the run's timing report and cue anchors as JSON")
+    p.add_argument("--osc", metavar="[HOST:]PORT",
+                   help="listen for OSC over UDP (default host 127.0.0.1): shots judged live "
+                        "(/yuexuan/loose, /yuexuan/shot) and show control (/yuexuan/go, stop, hold, "
+                        "resume, panic); see docs/play.md")
+    p.add_argument("--osc-out", metavar="HOST:PORT",
+                   help="send OSC there: /yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, "
+                        "/yuexuan/tally")
+    p.add_argument("--shots-log", metavar="FILE",
+                   help="append every shot judged live to FILE (check --format csv columns, "
+                        "one fsynced row a shot)")
+    rules_mod.add_arguments(p)
 
 
-def program_for(args):
-    """The compiled, windowed programme for ``args`` (timeline → MIDI messages → cues)."""
+def program_for(args, judged: bool = False):
+    """The compiled, windowed programme for ``args`` (timeline → MIDI messages → cues), the
+    timeline, and the live calls (:func:`live_calls.call_templates`; {} unless ``judged``). When
+    shots are judged live the compiled 获 and 大射正 calls of the shooting cues are left out."""
     from yuexuan.midi.smf import timeline_messages
     tl = load_timeline(args, "play", data_source(args))     # with --cues: only those, from time 0
     try:
@@ -75,7 +91,30 @@ def program_for(args):
         if not args.cues_file.lower().endswith(".json"):
             raise
         raise UserError(f"not a playable timeline ({exc})", file=args.cues_file) from None
-    return build_program(tl, messages, None, args.from_s, args.until_s)
+    calls = {}
+    if judged:
+        calls = live_calls.call_templates(tl, messages)
+        messages = live_calls.without_calls(
+            messages, live_calls.compiled_calls(tl, live_calls.live_cues(tl)))
+    return build_program(tl, messages, None, args.from_s, args.until_s), tl, calls
+
+
+def _judging(args, selection, calls, show, commands, notify):
+    """The live judging hub for ``--osc`` (None without it): the Judge on the whole ceremony's
+    timeline and rules, the log, OSC out."""
+    from yuexuan.check.judge import Judge, round_rosters
+    from yuexuan.check.logwriter import ShotLogWriter
+    from yuexuan.midi import judging
+
+    source = data_source(args)
+    ceremony = read_timeline(args.cues_file, "play", None, source) if args.cues else selection
+    rules = rules_mod.rules_from_args(args, ceremony, source)
+    judge = Judge(rules, round_rosters(ceremony))
+    log = ShotLogWriter(args.shots_log) if args.shots_log else None
+    if log is not None and log.repaired:
+        print(f"yuexuan play: {args.shots_log}: {log.repaired}", file=sys.stderr)
+    return judging.Hub(judge, show, judging.ceremony_clock(selection, ceremony), calls, log,
+                       notify, commands.put)
 
 
 def _print_ports(api: str) -> None:
@@ -96,6 +135,7 @@ class _Terminal:
         self._stop = threading.Event()
         self._last = None
         self._notices_seen = 0
+        self._said_seen = 0
         if self.tty:
             import termios
             import tty
@@ -124,11 +164,17 @@ class _Terminal:
             if cmd:
                 self.commands.put(cmd)
 
-    def show(self, status) -> None:
+    def show(self, status, hub=None) -> None:
+        """Draw the screen (with the hub's latest verdicts), or print what changed, one a line."""
         if self.tty:
-            sys.stdout.write("\x1b[H\x1b[2J" + operator.render(status) + "\n")
+            judged = tuple(hub.screen) if hub is not None else ()
+            sys.stdout.write("\x1b[H\x1b[2J" + operator.render(status, judged=judged) + "\n")
             sys.stdout.flush()
             return
+        said = hub.said[self._said_seen:] if hub is not None else []
+        self._said_seen += len(said)
+        for line in said:
+            print(line, flush=True)
         key = (status.state, status.cue.id if status.cue else None)
         if key != self._last:
             self._last = key
@@ -162,15 +208,23 @@ def run(args) -> int:
     go_trigger = sync.parse_trigger(args.go_midi, "--go-midi")
     stop_trigger = sync.parse_trigger(args.stop_midi, "--stop-midi")
     clock_beat_s = sync.beat_s_of_bpm(args.bpm) if args.clock and args.bpm is not None else None
-    program = program_for(args)
-    options = live.ShowOptions(auto=args.auto, from_s=args.from_s, until_s=args.until_s,
+    judged = bool(args.osc)
+    if args.shots_log and not judged:
+        raise UserError("--shots-log needs shots to judge (--osc)", key="--shots-log")
+    listen = osc.host_port(args.osc, "--osc") if args.osc else None
+    notify = (osc.OscOut(*osc.host_port(args.osc_out, "--osc-out", need_host=True))
+              if args.osc_out else None)
+    program, timeline, calls = program_for(args, judged)
+    options = live.ShowOptions(auto=args.auto, from_s=program.from_s, until_s=program.until_s,
                                clock=args.clock, clock_beat_s=clock_beat_s,
                                mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
                                rt_priority=None if args.no_realtime else RT_PRIORITY)
     sys.setswitchinterval(0.0005)        # let the scheduler thread take the GIL promptly
     out = ports.Output(args.api, args.port)
-    show = live.Show(program, out.send, options, port_name=out.port_name)
-    control = None
+    hooks = {} if notify is None else {"on_cue": notify.cue, "on_beat": notify.beat}
+    show = LiveShow(program, out.send, options, port_name=out.port_name, beats=timeline.beats,
+                    **hooks)
+    control = listener = hub = None
     commands: queue.Queue = queue.Queue()
     term = None
     old_term = signal.signal(signal.SIGTERM, _on_term)
@@ -179,6 +233,10 @@ def run(args) -> int:
         if args.control:
             control = ports.Input(args.api, args.control,
                                   lambda data: show.midi_in(data, go_trigger, stop_trigger))
+        if judged:
+            hub = _judging(args, timeline, calls, show, commands, notify)
+            listener = osc.OscListener(*listen, hub.deliver)
+            listener.start()
         term = _Terminal(commands)
         show.start()
         next_poll = time.monotonic() + PORT_POLL_S
@@ -202,19 +260,23 @@ def run(args) -> int:
                     show.port_changed(change, out.resume)
             if now >= next_draw or cmd:
                 next_draw = now + (SCREEN_S if term.tty else 0.05)
-                term.show(show.status())
+                term.show(show.status(), hub)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
+            if listener is not None:
+                listener.close()
             show.shutdown()
             if control is not None:
                 control.close()
             out.close()
+            if hub is not None and hub.log is not None:
+                hub.log.close()
             if term is not None:
-                term.show(show.status())
+                term.show(show.status(), hub)
                 term.close()
         finally:
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -224,9 +286,15 @@ def run(args) -> int:
                             if out.dropped else "")
           + ("" if show.realtime else "; scheduler ran without realtime priority"),
           file=sys.stderr)
+    for line in hub.final_lines() if hub is not None else ():
+        print(line, file=sys.stderr)
     if args.report:
-        atomic.write_text(args.report, json.dumps(_report(show, summary), ensure_ascii=False,
-                                                  indent=1))
+        report = _report(show, summary)
+        if hub is not None:
+            report["judging"] = hub.summary()
+        if notify is not None:
+            report["osc_out_failed"] = notify.failed
+        atomic.write_text(args.report, json.dumps(report, ensure_ascii=False, indent=1))
     if interrupted:
         print("yuexuan play: interrupted; all notes off", file=sys.stderr)
         return 130

@@ -56,8 +56,9 @@ def _clock(seconds: float | None) -> str:
     return f"{sign}{int(s // 60):02d}:{s % 60:04.1f}"
 
 
-def render(status, width: int = 78) -> str:
-    """The status screen as plain text (no escape codes)."""
+def render(status, width: int = 78, judged: tuple = ()) -> str:
+    """The status screen as plain text (no escape codes); ``judged``: the live judge's latest
+    lines (verdicts, tallies, bad messages), shown under the cues."""
     rule = "─" * width
     lines = [f"乐县 yuexuan play — {status.state.upper()}"
              + ("   (auto)" if status.auto else ""), rule]
@@ -83,6 +84,9 @@ def render(status, width: int = 78) -> str:
     elif status.state != "done":
         lines.append("NEXT  (end of the programme)")
     lines.append(rule)
+    if judged:
+        lines.extend(f"  {j}" for j in judged)
+        lines.append(rule)
     port = status.port + ("" if status.port_ok else "  — GONE, waiting for it to return")
     lines.append(f"out: {port}   sent {status.sent}"
                  + (f", dropped {status.dropped}" if status.dropped else ""))

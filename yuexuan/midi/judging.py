@@ -1,0 +1,201 @@
+"""The live judging hub: every report of an arrow (OSC now, a MIDI hit sensor too) comes here.
+
+For each shot, in this order (docs/play.md, "Live judging"):
+
+1. its arrival (monotonic s) becomes the ceremony's timeline seconds: the show's position
+   (:meth:`yuexuan.midi.live_show.LiveShow.timeline_s`, which knows holds, GO waits and
+   ``--from``) moved by the selection's place in the whole ceremony (:class:`CeremonyClock`), so
+   ``check CUES LOG`` judges the log with no ``--offset``;
+2. :class:`yuexuan.check.judge.Judge` judges it with ``check``'s rules (the judged time is the
+   archer's pending loose, else the arrival);
+3. a hit sounds the 获者's call on the rig at once (a 公's 留/扬/方 the 大射正's), through the
+   show's send path (:meth:`~yuexuan.midi.live_show.LiveShow.sound_call`);
+4. the row is appended to ``--shots-log`` and fsynced;
+5. only then is the verdict sent (``--osc-out``) and shown: a kill keeps every shot whose verdict
+   anyone saw.
+
+Bad messages are reported (screen, report), never raised. Thread-safe: one lock around a shot.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from yuexuan.check.judge import ShotError
+from yuexuan.midi import osc
+from yuexuan.midi.live_calls import HUO
+
+SCREEN_LINES = 6            # latest verdict lines on the operator's screen
+
+
+@dataclass(frozen=True)
+class CeremonyClock:
+    """Selection seconds → the whole ceremony's timeline seconds, cue by cue (a ``--cues``
+    selection is compiled alone, its cues one after another from 0)."""
+
+    starts: tuple           # each selected cue's start in the selection, s, ascending
+    shifts: tuple           # its start in the ceremony less its start in the selection, s
+
+    def ceremony_s(self, selection_s: float) -> float:
+        k = max(0, bisect.bisect_right(self.starts, selection_s) - 1)
+        return selection_s + self.shifts[k]
+
+    def selection_s(self, ceremony_s: float) -> float:
+        ends = [s + d for s, d in zip(self.starts, self.shifts)]
+        k = max(0, bisect.bisect_right(ends, ceremony_s) - 1)
+        return ceremony_s - self.shifts[k]
+
+
+def ceremony_clock(selection, ceremony) -> CeremonyClock:
+    """The clock between a selection's timeline and the whole ceremony's (same cue ids)."""
+    whole = {c.id: c.start for c in ceremony.cues}
+    cues = sorted(selection.cues, key=lambda c: c.start)
+    return CeremonyClock(tuple(c.start for c in cues), tuple(whole[c.id] - c.start for c in cues))
+
+
+def verdict_line(j) -> str:
+    """One screen line for a judged shot (:class:`yuexuan.check.judge.JudgedShot`)."""
+    r = j.row
+    drum = ("" if r.get("nearest_beat") is None
+            else f"  beat {r['nearest_beat']:.3f} {1000 * r['offset']:+.0f} ms")
+    return (f"shot {j.number}: {r['time']:.3f} s {r['archer']} {r['rank']} {r['role']} "
+            f"rd {r['round']} {r['target'] or '—'} {r['result']}{drum}  "
+            f"{'算' if j.released else '·'} {j.reason}")
+
+
+def tally_line(t: dict, final: bool) -> str:
+    return (f"round {t['round']}{' ends' if final else ''}: 右 {t['右']} 算, 左 {t['左']} 算 — "
+            f"{t['announcement']}")
+
+
+class Hub:
+    """Feeds the :class:`~yuexuan.check.judge.Judge`; sounds, logs, sends and shows each verdict.
+
+    ``show``: a :class:`~yuexuan.midi.live_show.LiveShow`; ``calls``: :func:`yuexuan.midi.
+    live_calls.call_templates`; ``log``: a :class:`yuexuan.check.logwriter.ShotLogWriter` or None;
+    ``out``: an :class:`yuexuan.midi.osc.OscOut` or None; ``command(name)``: runs a show command
+    (the operator's queue)."""
+
+    def __init__(self, judge, show, clock: CeremonyClock, calls: dict, log=None, out=None,
+                 command=None):
+        self.judge, self.show, self.clock, self.calls = judge, show, clock, calls
+        self.log, self.out, self.command = log, out, command
+        self._lock = threading.Lock()
+        self.screen: deque = deque(maxlen=SCREEN_LINES)   # latest verdicts and tallies
+        self.said: list = []            # every line, in order (printed when not a terminal)
+        self.bad: list = []             # bad messages: {"arrival": monotonic s, "why": text}
+        self.judged: list = []          # every JudgedShot, in order
+        self.round_ends: list = []      # RoundEnd records, as announced
+        self.call_lag_s: list = []      # shot arrival → its call's first message sent, s
+        self.unlogged = 0
+
+    # -- input -------------------------------------------------------------------------------
+    def deliver(self, record) -> None:
+        """One record of :mod:`yuexuan.midi.osc` (the OSC thread calls this)."""
+        if isinstance(record, osc.Shot):
+            self.shot(record.fields, record.arrival)
+        elif isinstance(record, osc.Loose):
+            self.loose(record.archer, record.time_s, record.arrival)
+        elif isinstance(record, osc.Command):
+            if self.command is not None:
+                self.command(record.name)
+        else:
+            self.report_bad(record.why, record.arrival)
+
+    def timeline_at(self, arrival: float) -> float | None:
+        """The ceremony's timeline seconds at monotonic ``arrival``; None before the show."""
+        t = self.show.timeline_s(arrival)
+        return None if t is None else self.clock.ceremony_s(t)
+
+    def loose(self, archer: str, time_s: float | None, arrival: float) -> None:
+        """An arrow left the string: at ``time_s`` (ceremony s) when given, else at its arrival."""
+        t = self.timeline_at(arrival) if time_s is None else time_s
+        if t is None:
+            return self.report_bad(f"loose of {archer}: the show has not started", arrival)
+        with self._lock:
+            err = self.judge.loose(archer, t)
+        if err is not None:
+            self.report_bad(f"loose: {err.message}", arrival)
+
+    def shot(self, fields: dict, arrival: float):
+        """An arrow has landed: judge, sound, log, send, show. The JudgedShot, or None."""
+        t = self.timeline_at(arrival)
+        if t is None:
+            return self.report_bad(f"shot of {fields.get('archer')}: the show has not started "
+                                   "(not judged)", arrival)
+        with self._lock:
+            j = self.judge.shot(fields, t)
+            if isinstance(j, ShotError):
+                column = f"{j.column}: " if j.column else ""
+                return self.report_bad(f"shot of {fields.get('archer')}: {column}{j.message} "
+                                       "(not judged)", arrival)
+            word = HUO if j.huo else j.zheng
+            if word is not None and word in self.calls and self.show.sound_call(self.calls[word]):
+                self.call_lag_s.append(self.show.now() - arrival)
+            self._write(j)
+            self.judged.append(j)
+            self._tell(j)
+            return j
+
+    def report_bad(self, why: str, arrival: float) -> None:
+        with self._lock:
+            self.bad.append({"arrival": arrival, "why": why})
+            self._say(f"bad message: {why}")
+
+    # -- output (called with the lock held) --------------------------------------------------------
+    def _write(self, j) -> None:
+        if self.log is None:
+            return
+        try:
+            self.log.write(j.row)
+        except OSError as exc:
+            self.unlogged += 1
+            self._say(f"NOT LOGGED shot {j.number}: {exc.strerror}")
+
+    def _tell(self, j) -> None:
+        if self.out is not None:
+            self.out.verdict(j.number, j.row)
+        self._say(verdict_line(j))
+        for number, row in j.revised:
+            if self.out is not None:
+                self.out.verdict(number, row)
+            self._say(f"shot {number} revised: {'算' if row['released'] else '·'} {row['reason']}")
+        for w in j.warnings:
+            self._say(f"warning: {w}")
+        tally = next((t for t in j.tallies if t["round"] == j.row["round"]), None)
+        if tally is not None:
+            if self.out is not None:
+                self.out.tally(tally, False)
+            self._say(tally_line(tally, False))
+        if j.round_end is not None:
+            e = j.round_end
+            self.round_ends.append(e)
+            final = {"round": e.round, "右": e.right, "左": e.left, "announcement": e.announcement}
+            if self.out is not None:
+                self.out.tally(final, True)
+            self._say(tally_line(final, True))
+
+    def _say(self, text: str) -> None:
+        self.screen.append(text)
+        self.said.append(text)
+
+    # -- the end ---------------------------------------------------------------------------------
+    def summary(self) -> dict:
+        """For the report: every shot's row (latest verdicts), the tallies, the announcements
+        made, the bad messages and the shot → call lag."""
+        with self._lock:
+            rows = self.judge.rows
+            tallies = self.judged[-1].tallies if self.judged else []
+            return {"shots": rows, "tallies": tallies,
+                    "round_ends": [e._asdict() for e in self.round_ends],
+                    "bad_messages": list(self.bad), "unlogged": self.unlogged,
+                    "call_lag_ms": [round(1000 * s, 3) for s in self.call_lag_s]}
+
+    def final_lines(self) -> list:
+        """The tallies of the rounds judged, one line each (for stderr at the end)."""
+        with self._lock:
+            tallies = self.judged[-1].tallies if self.judged else []
+        return [tally_line(t, False) for t in tallies]

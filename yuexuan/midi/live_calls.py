@@ -1,0 +1,84 @@
+"""The calls a live shot sounds, taken from the compiled timeline, and the compiled calls it replaces.
+
+The 获者's 获 (举旌以宫, loud, then 偃旌以商, soft: :func:`yuexuan.compiler.calls.huo_calls`) and
+the 大射正's 留 / 扬 / 方 (:func:`yuexuan.compiler.calls.zheng_calls`) are compiled as notes of
+the instruments 获者 and 大射正 with the call's word as lyric. A live hit sounds the first compiled
+获 call's own MIDI messages (channel, key, velocity, lengths, the 商's distance from the 宫), moved
+to now: nothing is worked out again here. The cues judged live leave their compiled calls out
+(:func:`without_calls`), so no call sounds twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from yuexuan.midi.program import message_kind
+from yuexuan.midi.queue_items import Kind
+from yuexuan.rite.cuesheet_roster import MISS_PLACES
+
+HUO = "获"
+HUO_CALLER = "获者"
+ZHENG_CALLER = "大射正"
+SHOOTING_KINDS = ("shoot", "shejie")       # the cues of the three rounds (docs/timeline.md)
+
+
+@dataclass(frozen=True)
+class CallEvent:
+    """One message of a live call, ``dt`` seconds after the call starts."""
+
+    dt: float
+    kind: Kind                  # ON | OFF | OTHER (a pitch bend)
+    data: tuple
+    key: tuple | None           # (channel, note) for ON/OFF
+
+
+def _is_call(note) -> bool:
+    return ((note.instrument == HUO_CALLER and note.lyric == HUO)
+            or (note.instrument == ZHENG_CALLER and note.lyric in MISS_PLACES))
+
+
+def live_cues(timeline) -> list:
+    """The ids of the cues judged live: every shooting cue of the played selection."""
+    return [c.id for c in timeline.cues if c.kind in SHOOTING_KINDS]
+
+
+def compiled_calls(timeline, cue_ids) -> frozenset:
+    """(cue, instrument, onset s) of every compiled 获 and 大射正 call in the cues ``cue_ids``."""
+    wanted = set(cue_ids)
+    return frozenset((n.cue, n.instrument, n.time) for n in timeline.notes
+                     if n.cue in wanted and _is_call(n))
+
+
+def without_calls(messages, calls: frozenset) -> list:
+    """``messages`` (:class:`yuexuan.midi.smf.TimedMessage`) less those of the notes ``calls``."""
+    return [m for m in messages if (m.cue, m.track, m.onset_s) not in calls]
+
+
+def _events(messages, notes, start: float) -> tuple:
+    """The messages of ``notes`` as :class:`CallEvent` from ``start`` (s)."""
+    keys = {(n.cue, n.instrument, n.time) for n in notes}
+    out = []
+    for m in messages:
+        if (m.cue, m.track, m.onset_s) in keys:
+            kind = message_kind(m.message)
+            key = (m.message.channel, m.message.note) if kind in (Kind.ON, Kind.OFF) else None
+            out.append(CallEvent(m.time_s - start, kind, tuple(m.message.bytes()), key))
+    return tuple(sorted(out, key=lambda e: (e.dt, e.kind != Kind.OFF)))
+
+
+def call_templates(timeline, messages) -> dict:
+    """{word: the CallEvents of its first compiled call}: 获 (the 获者's 宫 and the 商 that
+    follows it) and each of 留 / 扬 / 方 the 大射正 calls somewhere in ``timeline``; a word with no
+    compiled call is absent (a 大射正 word falls back on another: the spoken key is the same)."""
+    calls = [n for n in timeline.notes if _is_call(n)]
+    out = {}
+    huo = [n for n in calls if n.instrument == HUO_CALLER]
+    if len(huo) >= 2:
+        first, second = huo[0], huo[1]        # 举旌以宫, then 偃旌以商 (compiled in pairs)
+        out[HUO] = _events(messages, (first, second), first.time)
+    zheng = [n for n in calls if n.instrument == ZHENG_CALLER]
+    for word in MISS_PLACES:
+        said = [n for n in zheng if n.lyric == word] or zheng
+        if said:
+            out[word] = _events(messages, said[:1], said[0].time)
+    return out
