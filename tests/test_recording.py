@@ -174,3 +174,82 @@ def test_a_bad_sample_rate_is_a_programming_error(tmp_path):
         recording.read_recording(tmp_path / "x.wav", 0)
     with pytest.raises(UserError):
         recording.read_recording(tmp_path / "x.wav", 16000)
+
+
+# --- the done-when of issue 14: the FluidR3_GM mix as a phone video (MP4, AAC) ----------------
+
+FOUND_WITHIN_S = 0.050     # a true stroke is found when a stroke is heard this near it (mir_eval)
+ON_S, OFF_S = (-0.030, -0.015, 0.0, 0.015, 0.030), (-0.400, -0.250, -0.200, 0.200, 0.250, 0.400)
+
+
+@pytest.fixture(scope="module")
+def phone_video(tmp_path_factory):
+    """tests/fluid_mix.py's mix (drum, 鼙, bells, choir, pink noise 20 dB down; drummer 0.8 % slow,
+    8 ms jitter) as the sound track of an MP4 video made by ffmpeg: AAC at 128 kbit/s beside an
+    MPEG-4 picture, as a phone would record the range."""
+    from fluid_mix import build_mix
+
+    if not shutil.which("ffmpeg"):
+        pytest.skip("ffmpeg (tests/system-deps.sh) makes the MP4")
+    mix = build_mix(tmp_path_factory.getbasetemp() / "fluid_mix_shared")
+    mp4 = mix.path.with_name("phone.mp4")
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "color=c=gray:s=160x120:r=10", "-i", str(mix.path), "-shortest",
+                    "-c:v", "mpeg4", "-c:a", "aac", "-b:a", "128k", str(mp4)],
+                   check=True, timeout=300)
+    return mix, mp4
+
+
+def test_the_phone_video_keeps_the_mix_sample_for_sample(phone_video):
+    """AAC's priming samples are dropped: the decoded track lines up with the WAV, lag 0."""
+    mix, mp4 = phone_video
+    wav, sr = sf.read(mix.path, dtype="float32")
+    got = recording.read_recording(mp4, sr)
+    assert abs(len(got) - len(wav)) <= 2048
+    i, n = 30 * sr, 10 * sr
+    lags = np.arange(-2200, 2201)
+    corr = [float(np.dot(wav[i:i + n], got[i + k:i + k + n])) for k in lags[::8]]
+    coarse = lags[::8][int(np.argmax(corr))]
+    fine = np.arange(coarse - 8, coarse + 9)
+    lag = fine[int(np.argmax([float(np.dot(wav[i:i + n], got[i + k:i + k + n])) for k in fine]))]
+    assert lag == 0
+
+
+@pytest.mark.xfail(reason="TEMPORARY until the full-mix drum finder (issue 14 item 1) lands",
+                   strict=False)
+def test_the_drum_is_found_in_the_phone_video(phone_video, tmp_path):
+    """The same criteria as the WAV mix (issue 14): ≥ 110 of 112 strokes found, 95 % within 10 ms,
+    at most 5 extra, every shot within ±30 ms of a true stroke released, every shot ≥ 200 ms off
+    refused — through the command a judge runs."""
+    mix, mp4 = phone_video
+    true_tl = mix.start_s + mix.true_s                        # true strokes, timeline s
+    picks = np.linspace(1, len(true_tl) - 2, 12).round().astype(int)
+    shots, expect = [], []
+    for n, k in enumerate(picks):
+        for d in ON_S if n % 2 == 0 else OFF_S:
+            shots.append(true_tl[k] + d)
+            expect.append(abs(d) <= 0.030)
+    log = tmp_path / "shots.csv"
+    log.write_text("time,archer,rank,role,target,result,pair,round\n" + "".join(
+        f"{t:.4f},士{i},士,上射,干,贯,,3\n" for i, t in enumerate(shots)), encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "yuexuan", "check", CUES, str(log), "--format", "json",
+                        "--beats-from", str(mp4), "--audio-start", f"{mix.start_s}",
+                        "--beats-out", str(tmp_path / "strokes.csv")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    doc = json.loads(r.stdout)
+    import csv
+
+    with open(tmp_path / "strokes.csv", newline="", encoding="utf-8") as f:
+        heard = np.array(sorted(float(row["heard_s"]) for row in csv.DictReader(f) if row["heard_s"]))
+    err = np.abs(np.subtract.outer(true_tl, heard)).min(axis=1)
+    found = err <= FOUND_WITHIN_S
+    assert found.sum() >= 110, f"{found.sum()} of {len(true_tl)} strokes found"
+    assert np.quantile(err[found], 0.95) <= 0.010, f"95th percentile {np.quantile(err[found], 0.95)}"
+    extra = np.abs(np.subtract.outer(heard, true_tl)).min(axis=1) > FOUND_WITHIN_S
+    assert extra.sum() <= 5, f"{extra.sum()} extra strokes"
+    released = [s["released"] for s in doc["shots"]]
+    wrong = [(round(t - mix.start_s, 3), e) for t, e, g in zip(shots, expect, released) if e != g]
+    assert not wrong, f"shots judged wrongly (recording s, should be released): {wrong}"
