@@ -189,8 +189,9 @@ def phone_video(tmp_path_factory):
     MPEG-4 picture, as a phone would record the range."""
     from fluid_mix import build_mix
 
-    if not shutil.which("ffmpeg"):
-        pytest.skip("ffmpeg (tests/system-deps.sh) makes the MP4")
+    for tool in ("ffmpeg", "fluidsynth"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} (tests/system-deps.sh) makes the mix and the MP4")
     mix = build_mix(tmp_path_factory.getbasetemp() / "fluid_mix_shared")
     mp4 = mix.path.with_name("phone.mp4")
     subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
