@@ -3,13 +3,19 @@
 Built from the :class:`yuexuan.midi.smf.TimedMessage` records of
 :func:`yuexuan.midi.smf.timeline_messages`, each of which names the cue of its note: nothing
 here works out a message's cue from times.
+
+The window (``play --from TIME --until TIME``, for a rehearsal started part-way): TIME is
+timeline seconds (``1136.5``) or a cue id with an offset in seconds from its start
+(``lishou``, ``lishou+30``, ``lishou-2.5``), resolved by :func:`window_time`.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
-from yuexuan.errors import UserError
+from yuexuan.errors import UserError, unknown_cue
 from yuexuan.midi.queue_items import Kind
 from yuexuan.timeline import chosen_cues
 
@@ -33,6 +39,8 @@ class Program:
     setup: tuple                 # raw messages sent before anything (and again on port return)
     events: dict                 # cue id -> list[Event], time-sorted
     channels: tuple              # MIDI channels (0-based) the show uses
+    from_s: float | None = None  # the window, timeline s (--from, --until resolved)
+    until_s: float | None = None
 
 
 def message_kind(msg) -> Kind:
@@ -42,6 +50,47 @@ def message_kind(msg) -> Kind:
     if msg.type in ("note_on", "note_off"):
         return Kind.OFF
     return Kind.OTHER
+
+
+def window_time(timeline, value, option: str = "--from") -> float | None:
+    """``value`` (None, seconds, or text: seconds, ``CUE``, ``CUE+S``, ``CUE-S``) as timeline
+    seconds. A cue id is the one error :func:`yuexuan.errors.unknown_cue` when unknown; an offset
+    past the cue's end is refused (a rehearsal starts inside the cue it names)."""
+    if value is None or isinstance(value, (int, float)):
+        seconds = None if value is None else float(value)
+    else:
+        text = str(value).strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = _cue_time(timeline, text, option)
+    if seconds is not None and not math.isfinite(seconds):
+        raise UserError(f"expected timeline seconds or CUE[+S], got {value!r}", key=option)
+    return seconds
+
+
+def _cue_time(timeline, text: str, option: str) -> float:
+    """``CUE``, ``CUE+S`` or ``CUE-S``: the cue's start plus the offset (s). The cue id is the
+    longest prefix before a sign that names a cue, so ids holding ``-`` or ``+`` work too."""
+    ids = [c.id for c in timeline.cues]
+    cut = len(text) if text in ids else next(
+        (i for i in range(len(text) - 1, 0, -1) if text[i] in "+-" and text[:i].strip() in ids),
+        None)
+    if cut is None:
+        raise unknown_cue(re.split(r"[+-]", text, maxsplit=1)[0].strip() or text, ids, key=option)
+    cue_id = text[:cut].strip()
+    cue = timeline.cues[ids.index(cue_id)]
+    try:
+        offset = float(text[cut] + text[cut + 1:].strip()) if cut < len(text) else 0.0
+    except ValueError:
+        raise UserError(f"{text!r}: the offset after {cue_id!r} must be seconds "
+                        f"(e.g. {cue_id}+30)", key=option) from None
+    if not math.isfinite(offset):
+        raise UserError(f"{text!r}: the offset must be a finite number of seconds", key=option)
+    if offset > cue.end - cue.start:
+        raise UserError(f"{text!r} is past the end of cue {cue_id!r} "
+                        f"({cue.end - cue.start:.1f} s long)", key=option)
+    return cue.start + offset
 
 
 def select_cues(timeline, cue_ids=None, from_s=None, until_s=None) -> list:
@@ -62,8 +111,11 @@ def build_program(timeline, messages, cue_ids=None, from_s=None, until_s=None) -
 
     Setup = the records without a cue (tuning, banks, programs), sent before anything and again
     when a lost port returns. Every other record goes to the cue it names; ``from_s`` /
-    ``until_s`` keep the notes whose onset lies in [from_s, until_s), with their note-offs.
+    ``until_s`` (seconds or ``CUE[+S]``, :func:`window_time`) keep the notes whose onset lies in
+    [from_s, until_s), with their note-offs.
     """
+    from_s = window_time(timeline, from_s, "--from")
+    until_s = window_time(timeline, until_s, "--until")
     cues = select_cues(timeline, cue_ids, from_s, until_s)
     lo = float("-inf") if from_s is None else from_s
     hi = float("inf") if until_s is None else until_s
@@ -83,4 +135,4 @@ def build_program(timeline, messages, cue_ids=None, from_s=None, until_s=None) -
             channels.add(msg.channel)
     for evs in events.values():
         evs.sort(key=lambda e: (e.t, e.kind != Kind.OFF))
-    return Program(tuple(cues), tuple(setup), events, tuple(sorted(channels)))
+    return Program(tuple(cues), tuple(setup), events, tuple(sorted(channels)), from_s, until_s)
