@@ -234,9 +234,13 @@ def table_rows(results) -> list[list[str]]:
     return rows
 
 
-def markdown(rows) -> str:
+def markdown(rows, results, img_prefix: str = "img/") -> str:
+    """The table, then one picture line per pair (paths as docs/render.md sees docs/img/)."""
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    lines.append("")
+    lines += [f"![{r.pair.ours} beside {r.pair.gm}: spectrograms and envelopes]({img_prefix}side-{r.pair.slug}.png)"
+              for r in results]
     return "\n".join(lines) + "\n"
 
 
@@ -319,7 +323,7 @@ def main() -> int:
     print("each cell: ours / FluidR3_GM")
     print(plain(rows), end="")
     if args.markdown:
-        Path(args.markdown).write_text(markdown(rows), encoding="utf-8")
+        Path(args.markdown).write_text(markdown(rows, results), encoding="utf-8")
     return 0
 
 
