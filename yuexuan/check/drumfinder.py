@@ -1,0 +1,154 @@
+"""``check --beats-from``: which of a recording's percussive low onsets are the 建鼓's strokes, how
+sure each is, and their alignment to the planned 射节 beats.
+
+The candidates (:mod:`yuexuan.check.drumband`) are every low percussive onset: the 建鼓's strokes,
+but also the 朔鼙 and 应鼙 before each 节, the thump of a bell or stone, a sung consonant, a
+cough. The drum is told from them by a model learnt from the recording itself:
+
+1. **Seeds.** The strongest candidates (twice as many as planned strokes) are followed along the
+   plan (:func:`yuexuan.check.onsets.align`); those that fall where the plan expects a stroke are
+   the drum's own strokes, the seeds. The strongest half of them give the model.
+2. **Model.** The drum's *timbre*: the mean of the seeds' timbre vectors (the dB rise across the
+   onset of each percussive bin below 300 Hz), and their typical strength. A candidate's
+   similarity is the cosine between its timbre and the model's.
+3. **Confidence** in [0, 1]: how strong (strength over the seeds' median, capped at 1) times how
+   drum-like (its similarity placed between the other candidates' median similarity, 0, and the
+   seeds', 1, clipped). A stroke of typical strength and timbre scores 1; a 鼙 (its body higher,
+   its rise below 80 Hz small) or a bell's knock scores near 0.
+4. **Strokes.** Candidates of confidence ≥ ``KEEP`` are aligned to the plan as before
+   (:func:`yuexuan.check.onsets.align`, following drift); one that matches no planned stroke is
+   kept (an extra stroke, which serves as a beat) only when its confidence reaches
+   ``THRESHOLD`` — an onset that is neither where the plan expects the drum nor clearly the drum
+   is not taken for it.
+
+``THRESHOLD`` = 0.5 (a stroke at least half as strong, or half as drum-like, as the drum's typical
+stroke): a verdict resting on a stroke below it is marked uncertain
+(:mod:`yuexuan.check.evidence`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from yuexuan.check import drumband, onsets
+from yuexuan.errors import UserError
+
+THRESHOLD = 0.5      # confidence below which a stroke is doubtful
+KEEP = 0.2           # candidates below this confidence are not taken for strokes at all
+SEED_FACTOR = 2      # seeds are sought among this many × the planned strokes, strongest first
+OFF_PLAN = 0.125     # × the beat gap: onsets farther than this from every heard plan stroke are
+                     # the model's examples of what is not the drum
+FINDER = ("HPSS low-band percussive onsets (librosa), a timbre model learnt from the recording's "
+          "strongest strokes on the plan, attack times on the 30–120 Hz envelope")
+
+
+@dataclass(frozen=True)
+class DrumModel:
+    """The drum as this recording sounds it: a direction in timbre space that parts its strokes
+    from the other onsets, and where on it the two lie."""
+
+    axis: np.ndarray         # Fisher's discriminant: timbre · axis is the drum score
+    score_drum: float        # the seeds' median score
+    score_other: float       # the off-plan onsets' 99th percentile score
+    seeds: np.ndarray        # candidate indices of the seeds
+    others: np.ndarray       # candidate indices of the off-plan onsets
+
+
+def heard_plan(plan: np.ndarray, al: onsets.Alignment, live_rec_s: np.ndarray) -> np.ndarray:
+    """Each planned stroke moved to where it is heard on the recording's clock (s): the drift of
+    the matched strokes interpolated (held constant beyond the first and last)."""
+    p = plan[al.plan_index]
+    return plan + np.interp(plan, p, live_rec_s - p)
+
+
+def fisher_axis(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """Fisher's linear discriminant between two sets of row vectors: (Σ₊ + Σ₋ + λI)⁻¹ (μ₊ − μ₋),
+    with shrinkage λ = a tenth of the mean variance so that few seeds still give a stable axis.
+    Written out (numpy, five lines) rather than taking scikit-learn as a dependency for it."""
+    mu_neg = neg.mean(axis=0) if len(neg) else np.zeros(pos.shape[1])
+    cov = np.cov(pos, rowvar=False) + (np.cov(neg, rowvar=False) if len(neg) > 2 else 0.0)
+    cov = np.atleast_2d(cov)
+    lam = 0.1 * float(np.trace(cov)) / len(cov) + 1e-9
+    return np.linalg.solve(cov + lam * np.eye(len(cov)), pos.mean(axis=0) - mu_neg)
+
+
+def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> DrumModel:
+    """The model from the strongest candidates that fall on the plan (the module's steps 1–2)."""
+    if len(c.time_s) < 2:
+        raise UserError("no drum strokes found in the recording")
+    top = np.sort(np.argsort(c.strength)[::-1][:SEED_FACTOR * len(plan)])
+    al = onsets.align(c.time_s[top], plan, start_s)
+    seeds = top[al.live_index]
+    if len(seeds) < 3:
+        raise UserError("no drum strokes found in the recording: none falls on the planned beats")
+    heard = heard_plan(plan, al, c.time_s[seeds])
+    gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
+    j = np.clip(np.searchsorted(heard, c.time_s), 1, len(heard) - 1)
+    near = np.minimum(np.abs(c.time_s - heard[j - 1]), np.abs(c.time_s - heard[j]))
+    others = np.flatnonzero(near > OFF_PLAN * gap)
+    x = c.timbre.astype(np.float64)
+    axis = fisher_axis(x[seeds], x[others])
+    score = x @ axis
+    other = float(np.percentile(score[others], 99)) if len(others) else 0.0
+    return DrumModel(axis, float(np.median(score[seeds])), other, seeds, others)
+
+
+def confidence(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
+    """Each candidate's confidence that it is a 建鼓 stroke, in [0, 1] (step 3): its drum score
+    placed between the off-plan onsets' 99th percentile (0) and the seeds' median (1)."""
+    score = c.timbre.astype(np.float64) @ model.axis
+    span = model.score_drum - model.score_other
+    if span <= 0:
+        return np.where(score >= model.score_drum, 1.0, 0.0)
+    return np.clip((score - model.score_other) / span, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Found:
+    """The strokes taken from a recording, aligned to the plan."""
+
+    alignment: onsets.Alignment
+    confidence: np.ndarray       # per alignment.live_s stroke
+    candidates: drumband.Candidates
+    model: DrumModel
+
+
+def strokes(c: drumband.Candidates, plan: np.ndarray, start_s: float | None = None) -> Found:
+    """The drum's strokes among the candidates and their alignment to ``plan`` (step 4)."""
+    model = learn(c, plan, start_s)
+    conf = confidence(c, model)
+    kept = np.flatnonzero(conf >= KEEP)
+    al = onsets.align(c.time_s[kept], plan, start_s)
+    matched = np.zeros(len(kept), dtype=bool)
+    matched[al.live_index] = True
+    sure = matched | (conf[kept] >= THRESHOLD)
+    if not sure.all():                  # drop the doubtful extras; the matches stay as they were
+        remap = np.cumsum(sure) - 1
+        al = onsets.Alignment(al.live_s[sure], al.shift_s, al.rate, al.plan_index,
+                              remap[al.live_index], al.drift_s, al.missed, int((~matched & sure).sum()),
+                              al.anchored)
+        kept = kept[sure]
+    return Found(al, conf[kept], c, model)
+
+
+def find(path: str | Path, plan: np.ndarray, start_s: float | None = None) -> Found:
+    """Scan the recording (:func:`yuexuan.check.drumband.scan`) and take the drum's strokes."""
+    c = drumband.scan(path)
+    if len(c.time_s) < 2:
+        raise UserError("no drum strokes found in the recording", file=str(path))
+    return strokes(c, np.sort(np.asarray(plan, dtype=np.float64)), start_s)
+
+
+def evidence(path: str | Path, plan: np.ndarray, start_s: float | None = None):
+    """The finder's result as :class:`yuexuan.check.evidence.DrumEvidence` (timeline clock)."""
+    from yuexuan.check.evidence import DrumEvidence
+
+    f = find(path, plan, start_s)
+    curve = f.candidates.strength_curve
+    top = float(curve.max()) if len(curve) and curve.max() > 0 else 1.0
+    return DrumEvidence(f.alignment, f.confidence, THRESHOLD,
+                        f.candidates.strength_t_s + f.alignment.shift_s,
+                        np.clip(curve / top, 0.0, 1.0), FINDER)
