@@ -20,11 +20,13 @@ Prints a table (Markdown with ``--markdown FILE``) and writes one spectrogram pi
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -234,9 +236,11 @@ def table_rows(results) -> list[list[str]]:
     return rows
 
 
-def markdown(rows, results, img_prefix: str = "img/") -> str:
+def markdown(rows, results, version: str, img_prefix: str = "img/") -> str:
     """The table, then one picture line per pair (paths as docs/render.md sees docs/img/)."""
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = [f"Measured {when}, {version}. Each cell: ours / FluidR3_GM.", "",
+             "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     lines.append("")
     lines += [f"![{r.pair.ours} beside {r.pair.gm}: spectrograms and envelopes]({img_prefix}side-{r.pair.slug}.png)"
@@ -320,11 +324,29 @@ def main() -> int:
                 Path(args.img).mkdir(parents=True, exist_ok=True)
                 spectrogram_png(r, Path(args.img) / f"side-{r.pair.slug}.png")
     rows = table_rows(results)
-    print("each cell: ours / FluidR3_GM")
+    print(f"synthesis: {synthesis_version()}; each cell: ours / FluidR3_GM")
     print(plain(rows), end="")
     if args.markdown:
-        Path(args.markdown).write_text(markdown(rows, results), encoding="utf-8")
+        Path(args.markdown).write_text(markdown(rows, results, synthesis_version()), encoding="utf-8")
+    print("SUMMARY " + json.dumps({r.pair.ours: {"gm": r.pair.gm, "ours": _plain(r.ours_d), "fluidr3_gm": _plain(r.gm_d)}
+                                   for r in results}, ensure_ascii=False))
     return 0
+
+
+def _plain(d: Descriptors) -> dict:
+    """Descriptors for JSON: rounded, nan as null."""
+    def num(v):
+        return None if math.isnan(v) else round(float(v), 3)
+    return {"onsets": d.onsets, "attack_ms": num(d.attack_ms), "centroids_hz": [num(c) for c in d.centroids_hz],
+            "t60_s": num(d.t60_s)}
+
+
+def synthesis_version() -> str:
+    """The commit measured, and whether the synthesis' files differ from it in the working tree."""
+    def git(*a) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = git("status", "--porcelain", "--", "yuexuan/audio", "instruments")
+    return f"commit {git('rev-parse', '--short', 'HEAD')}" + (" with uncommitted changes to the synthesis" if dirty else "")
 
 
 if __name__ == "__main__":
