@@ -110,6 +110,9 @@ def _judging(args, selection, calls, show, commands, notify):
     ceremony = read_timeline(args.cues_file, "play", None, source) if args.cues else selection
     rules = rules_mod.rules_from_args(args, ceremony, source)
     judge = Judge(rules, round_rosters(ceremony))
+    # numpy's first calls in the judge take ~20 ms: spent here on a throwaway, not on the first hit
+    Judge(rules, None).shot({"archer": "-", "rank": "士", "role": "上射", "target": "干",
+                             "result": "贯"}, 0.0)
     log = ShotLogWriter(args.shots_log) if args.shots_log else None
     if log is not None and log.repaired:
         print(f"yuexuan play: {args.shots_log}: {log.repaired}", file=sys.stderr)

@@ -83,7 +83,7 @@ class Hub:
                  command=None):
         self.judge, self.show, self.clock, self.calls = judge, show, clock, calls
         self.log, self.out, self.command = log, out, command
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()     # a shot's error is reported under it
         self.screen: deque = deque(maxlen=SCREEN_LINES)   # latest verdicts and tallies
         self.said: list = []            # every line, in order (printed when not a terminal)
         self.bad: list = []             # bad messages: {"arrival": monotonic s, "why": text}

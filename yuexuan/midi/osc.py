@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from pythonosc import osc_packet
 from pythonosc.dispatcher import Dispatcher
+from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.osc_server import BlockingOSCUDPServer
 from pythonosc.udp_client import SimpleUDPClient
 
@@ -193,17 +194,39 @@ class OscListener:
         self.server.server_close()
 
 
+class Double(float):
+    """A float sent as an OSC double (type tag ``d``): timeline seconds to the microsecond (a
+    float32 keeps only about 0.1 ms at 1000 s)."""
+
+
+def _tag(value) -> str:
+    if isinstance(value, Double):
+        return OscMessageBuilder.ARG_TYPE_DOUBLE
+    if isinstance(value, str):
+        return OscMessageBuilder.ARG_TYPE_STRING
+    if isinstance(value, int):
+        return OscMessageBuilder.ARG_TYPE_INT
+    return OscMessageBuilder.ARG_TYPE_FLOAT
+
+
+def message(address: str, args: list):
+    """An OSC message with each argument's type tag (``s``, ``i``, ``f``, ``d`` for a Double)."""
+    b = OscMessageBuilder(address)
+    for a in args:
+        b.add_arg(a, _tag(a))
+    return b.build()
+
+
 def verdict_args(row: int, v) -> list:
     """The /yuexuan/verdict arguments: row (int, 1 = first shot), archer, round (int), time
-    (timeline s), result, target ('' for a miss), released (int 1/0), reason, nearest beat
-    (timeline s) and offset (ms) — both NaN outside round 3. ``v`` is a log row (a dict of
-    ``check --format csv`` fields)."""
+    (timeline s, double), result, target ('' for a miss), released (int 1/0), reason, nearest
+    beat (timeline s, double) and offset (ms, float) — both NaN outside round 3. ``v`` is a log
+    row (a dict of ``check --format csv`` fields)."""
     def number(x):
         return float("nan") if x is None or x == "" else float(x)
-    offset = number(v.get("offset"))
-    return [int(row), str(v["archer"]), int(v["round"]), float(v["time"]), str(v["result"]),
+    return [int(row), str(v["archer"]), int(v["round"]), Double(v["time"]), str(v["result"]),
             str(v.get("target") or ""), int(bool(v["released"])), str(v["reason"]),
-            number(v.get("nearest_beat")), offset * 1000.0]
+            Double(number(v.get("nearest_beat"))), number(v.get("offset")) * 1000.0]
 
 
 class OscOut:
@@ -220,7 +243,7 @@ class OscOut:
     def send(self, what: str, args: list) -> None:
         with self._lock:
             try:
-                self.client.send_message(OUT_ADDRESSES[what], args)
+                self.client.send(message(OUT_ADDRESSES[what], args))
             except OSError:
                 self.failed += 1
 
