@@ -76,6 +76,10 @@ def add_arguments(p) -> None:
     p.add_argument("--shots-log", metavar="FILE",
                    help="append every shot judged live to FILE (check --format csv columns, "
                         "one fsynced row a shot)")
+    p.add_argument("--hits-midi", metavar="PORT",
+                   help="a hit sensor: the MIDI input whose name contains PORT sends a note per hit "
+                        "on a 侯 (the cue sheet's [hits_midi] note map); judged live like --osc "
+                        "shots (see docs/play.md)")
     rules_mod.add_arguments(p)
 
 
@@ -211,9 +215,10 @@ def run(args) -> int:
     go_trigger = sync.parse_trigger(args.go_midi, "--go-midi")
     stop_trigger = sync.parse_trigger(args.stop_midi, "--stop-midi")
     clock_beat_s = sync.beat_s_of_bpm(args.bpm) if args.clock and args.bpm is not None else None
-    judged = bool(args.osc)
+    judged = bool(args.osc or args.hits_midi)
     if args.shots_log and not judged:
-        raise UserError("--shots-log needs shots to judge (--osc)", key="--shots-log")
+        raise UserError("--shots-log needs shots to judge (--osc or --hits-midi)",
+                        key="--shots-log")
     listen = osc.host_port(args.osc, "--osc") if args.osc else None
     notify = (osc.OscOut(*osc.host_port(args.osc_out, "--osc-out", need_host=True))
               if args.osc_out else None)
@@ -227,7 +232,7 @@ def run(args) -> int:
     hooks = {} if notify is None else {"on_cue": notify.cue, "on_beat": notify.beat}
     show = LiveShow(program, out.send, options, port_name=out.port_name, beats=timeline.beats,
                     **hooks)
-    control = listener = hub = None
+    control = listener = hub = hits_port = None
     commands: queue.Queue = queue.Queue()
     term = None
     old_term = signal.signal(signal.SIGTERM, _on_term)
@@ -238,8 +243,13 @@ def run(args) -> int:
                                   lambda data: show.midi_in(data, go_trigger, stop_trigger))
         if judged:
             hub = _judging(args, timeline, calls, show, commands, notify)
+        if listen is not None:
             listener = osc.OscListener(*listen, hub.deliver)
             listener.start()
+        if args.hits_midi:
+            from yuexuan.midi import hits
+            _, hits_port = hits.open_sensor(args.api, args.hits_midi, hub, args.cues_file,
+                                            data_source(args))
         term = _Terminal(commands)
         show.start()
         next_poll = time.monotonic() + PORT_POLL_S
@@ -272,6 +282,8 @@ def run(args) -> int:
         try:
             if listener is not None:
                 listener.close()
+            if hits_port is not None:
+                hits_port.close()
             show.shutdown()
             if control is not None:
                 control.close()

@@ -175,15 +175,18 @@ class Input:
 
     POLL_S = 0.001
 
-    def __init__(self, api: str, fragment: str, callback):
-        self._in = _client("in", api, CLIENT + "-control")
+    def __init__(self, api: str, fragment: str, callback, option: str = "--control",
+                 role: str = "control"):
+        """``option`` names the command-line option in errors; ``role`` the client
+        (``yuexuan-control``, ``yuexuan-hits``)."""
+        self._in = _client("in", api, f"{CLIENT}-{role}")
         names = self._in.get_ports()
         i = find_port(names, fragment)
         if i is None:
             listing = "; ".join(names) or "none"
             self._in.delete()
             raise UserError(f"no MIDI input port contains {fragment!r}; ports: {listing}",
-                            key="--control")
+                            key=option)
         self.port_name = names[i]
         self._in.ignore_types(sysex=False, timing=True, active_sense=True)
         self._in.open_port(i, "in")

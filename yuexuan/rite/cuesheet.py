@@ -13,13 +13,14 @@ from pathlib import Path
 
 from yuexuan.rite import tomlfile
 from yuexuan.rite.cuesheet_cues import Known, cues
+from yuexuan.rite.cuesheet_hits import hits_midi
 from yuexuan.rite.cuesheet_records import (  # noqa: F401  (the records, re-exported for callers)
     Archer, Call, Ceremony, CueSheet, CueSpec, Pair, Shejie)
 from yuexuan.rite.cuesheet_roster import roster
 from yuexuan.rite.cuesheet_setting import ceremony, chosen_variants, shejie
 from yuexuan.rite.tomlfile import Fields
 
-TOP_KEYS = {"ceremony", "variants", "shejie", "pair", "cue"}
+TOP_KEYS = {"ceremony", "variants", "shejie", "pair", "cue", "hits_midi"}
 
 
 def parse(path: str | Path, pieces: dict, instruments: dict, variant_defs: dict) -> CueSheet:
@@ -32,9 +33,10 @@ def parse(path: str | Path, pieces: dict, instruments: dict, variant_defs: dict)
     cer = ceremony(top.table("ceremony"))
     chosen = chosen_variants(top.table("variants", {}), variant_defs)
     grid = shejie(top.table("shejie", {}))
+    sensor = hits_midi(top.table("hits_midi", {}))     # play --hits-midi's note → 侯 map
     pairs = roster(top)
     groups = frozenset(p.group for p in pairs) | frozenset(p.id for p in pairs)
     specs = cues(top, Known(pieces, instruments, variant_defs, groups))
     # vars(cer): the [ceremony] fields, which CueSheet inherits from Ceremony
     return CueSheet(**vars(cer), file=path, variants=chosen, shejie=grid, pairs=pairs, cues=specs,
-                    text=text)
+                    text=text, hits_midi=sensor)

@@ -118,6 +118,7 @@ class CueSheet(Ceremony):
     pairs: tuple
     cues: tuple
     text: str = field(default="", repr=False)
+    hits_midi: object = None  # cuesheet_hits.HitsMidi: a hit sensor's note → 侯 map, or None
 
     def pair_selection(self, names: tuple) -> list:
         """Pairs named by group or id, in roster order within each name, names in the given order."""

@@ -1,0 +1,138 @@
+"""A hit sensor as input (``play --hits-midi PORT``): a MIDI note from a pad on a 侯 is a hit.
+
+E-drum trigger modules send a note-on when a pad is struck. The cue sheet's ``[hits_midi]``
+table (:mod:`yuexuan.rite.cuesheet_hits`) maps each note to the 侯 its pad is on. A hit at
+timeline time ``t`` on 侯 X is reported to the judging hub (:class:`yuexuan.midi.judging.Hub`)
+as a shot:
+
+- **who**: whoever's turn it is by the schedule's shooting 节 (:func:`whose_turn`, a pure
+  function of the timeline's 射节 strokes): the archer whose stroke lies nearest to when the arrow
+  must have left the string, ``t − flight(X)``, among the strokes before ``t``;
+- **when**: that archer's pending loose (``/yuexuan/loose``), or with none ``t − flight(X)``:
+  the 侯道 of X (``distance_bu`` × ``bu_m`` in rite/courtyard.toml) at the sheet's
+  ``arrow_speed_m_s`` (INFERENCE, docs/cuesheet.md);
+- **what**: 贯 on X, round 3, with the archer's rank, role and pair from the timeline. A scorer
+  who sees otherwise corrects it over OSC (``/yuexuan/correct``, docs/play.md).
+
+A hit outside the 射节 (no stroke within reach) or before the show started is reported as a bad
+message, never raised.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from yuexuan.rite import courtyard
+from yuexuan.rite.cuesheet_hits import HitsMidi
+
+NOTE_ON = 0x90
+SHOOTING_ROUND = 3          # the 射节 (kind shejie) is round 3's music
+
+
+@dataclass(frozen=True)
+class Strokes:
+    """The shooting strokes of the 射节, ascending: each bound to one archer's arrow."""
+
+    time_s: np.ndarray      # timeline s (the whole ceremony's)
+    beats: tuple            # the timeline's Beat records, same order
+    reach_s: float          # a loose further than this from every stroke is nobody's turn
+
+
+def shooting_strokes(beats, cue_ids) -> Strokes:
+    """The strokes of ``cue_ids`` bound to an archer (``Beat.shoot``). ``reach_s`` is the median
+    gap between consecutive strokes (one arrow's share of a shooting 节)."""
+    wanted = set(cue_ids)
+    chosen = sorted((b for b in beats if b.cue in wanted and b.shoot and b.archer),
+                    key=lambda b: b.time)
+    times = np.array([b.time for b in chosen], dtype=np.float64)
+    gaps = np.diff(times)
+    reach = float(np.median(gaps)) if gaps.size else 0.0
+    return Strokes(times, tuple(chosen), reach)
+
+
+def whose_turn(strokes: Strokes, loose_s: float, hit_s: float):
+    """The Beat (archer, arrow, rank, role, pair) whose stroke is nearest ``loose_s`` among the
+    strokes at or before ``hit_s`` (an arrow lands after it was loosed); None when none lies
+    within ``strokes.reach_s`` of ``loose_s``."""
+    n = int(np.searchsorted(strokes.time_s, hit_s, side="right"))
+    if n == 0:
+        return None
+    k = int(np.argmin(np.abs(strokes.time_s[:n] - loose_s)))
+    if abs(strokes.time_s[k] - loose_s) > strokes.reach_s:
+        return None
+    return strokes.beats[k]
+
+
+def flight_times(sensor: HitsMidi, yard) -> dict:
+    """侯 → the arrow's flight, s: its 侯道 (``distance_bu`` 貍步 × ``bu_m``) at the sheet's
+    ``arrow_speed_m_s``."""
+    return {t.name: t.distance_bu * yard.bu_m / sensor.arrow_speed_m_s for t in yard.targets}
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A note from the sensor, read: the 侯 it reports."""
+
+    note: int
+    target: str
+
+
+def read_hit(data, sensor: HitsMidi) -> Hit | None:
+    """A note-on (velocity > 0) of a mapped note on the sensor's channel, else None."""
+    if len(data) < 3 or data[0] & 0xF0 != NOTE_ON or data[2] == 0:
+        return None
+    if sensor.channel is not None and data[0] & 0x0F != sensor.channel:
+        return None
+    target = sensor.notes.get(int(data[1]))
+    return None if target is None else Hit(int(data[1]), target)
+
+
+class HitSensor:
+    """Turns sensor notes into shots for the hub (see the module's docstring)."""
+
+    def __init__(self, hub, sensor: HitsMidi, flights: dict, strokes: Strokes):
+        self.hub, self.sensor, self.flights, self.strokes = hub, sensor, flights, strokes
+        self.hits = 0               # notes read as hits
+        self.ignored = 0            # other MIDI (unmapped notes, note-offs, other channels)
+
+    def midi_in(self, data, arrival: float):
+        """One MIDI message that arrived at monotonic ``arrival``: the JudgedShot, or None."""
+        hit = read_hit(data, self.sensor)
+        if hit is None:
+            self.ignored += 1
+            return None
+        self.hits += 1
+        hub = self.hub
+        t = hub.timeline_at(arrival)
+        if t is None:
+            return hub.report_bad(f"hit on {hit.target} (note {hit.note}): the show has not "
+                                  "started (not judged)", arrival)
+        flight = self.flights[hit.target]
+        beat = whose_turn(self.strokes, t - flight, t)
+        if beat is None or beat.rank is None:
+            return hub.report_bad(f"hit on {hit.target} (note {hit.note}) at {t:.3f} s: no "
+                                  "archer's turn by the 射节 (not judged)", arrival)
+        if not hub.judge.pending(beat.archer):        # no loose reported: the flight back
+            hub.loose(beat.archer, t - flight, arrival)
+        fields = {"archer": beat.archer, "rank": beat.rank, "role": beat.role,
+                  "target": hit.target, "result": "贯", "pair": beat.pair,
+                  "round": SHOOTING_ROUND}
+        return hub.shot(fields, arrival)
+
+
+def open_sensor(api: str, fragment: str, hub, cues_file: str, source):
+    """Read the cue sheet's ``[hits_midi]``, open the MIDI input whose name contains
+    ``fragment`` and feed its hits to ``hub``. Returns (HitSensor, the open ports.Input)."""
+    from yuexuan.midi import ports
+    from yuexuan.rite import cuesheet_hits
+
+    sensor = cuesheet_hits.read(cues_file)
+    rules = hub.judge.rules
+    reader = HitSensor(hub, sensor, flight_times(sensor, courtyard.load(source=source)),
+                       shooting_strokes(rules.timeline_beats, rules.cue_ids))
+    port = ports.Input(api, fragment, lambda data: reader.midi_in(data, time.monotonic()),
+                       option="--hits-midi", role="hits")
+    return reader, port
