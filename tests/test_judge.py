@@ -24,13 +24,10 @@ VERDICT = ("nearest_beat", "offset", "on_beat", "released", "reason")
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory, default_timeline):
-    """The default ceremony saved as a timeline (check reads it without compiling again)."""
-    from yuexuan.timeline import to_dict
-    import json
-    path = tmp_path_factory.mktemp("tl") / "dashe.json"
-    path.write_text(json.dumps(to_dict(default_timeline), ensure_ascii=False), encoding="utf-8")
-    return path
+def saved(default_cues):
+    """The cue sheet check reads, as a user runs it (a saved timeline's times are rounded to the
+    microsecond, which moves a shot exactly between two strokes to the other one)."""
+    return default_cues
 
 
 def check_rows(capsys, saved, log, *options) -> tuple[list, str]:
@@ -248,3 +245,35 @@ def test_a_file_that_is_not_a_live_log_is_refused(tmp_path):
     with pytest.raises(Exception, match="not a live shot log"):
         logwriter.ShotLogWriter(other)
     assert other.read_text(encoding="utf-8") == "time,archer\n1,a\n"
+
+
+def test_a_correction_rejudges_and_the_rewritten_log_is_checks(capsys, tmp_path, default_timeline,
+                                                                saved):
+    """/yuexuan/correct: the sensor's 贯 was a 扬触 (not pierced): refused 不贯不释, the tally moves,
+    and check on the rewritten log gives the judge's rows."""
+    rs = rules.rules_for(default_timeline, DataSource())
+    judge = judge_mod.Judge(rs, judge_mod.round_rosters(default_timeline))
+    strokes = [b for b in default_timeline.beats if b.archer in ("上耦上射", "上耦下射")][:4]
+    log = tmp_path / "live.csv"
+    with logwriter.ShotLogWriter(log) as writer:
+        for b in strokes:
+            judge.loose(b.archer, b.time)
+            writer.write(judge.shot({"archer": b.archer, "rank": b.rank, "role": b.role,
+                                     "target": "干", "result": "贯", "pair": b.pair},
+                                    b.time + 1.2).row)
+        assert [t["右"] for t in judge.verdict.tallies] == [2]
+        fixed = judge.correct("上耦上射", 2, "扬触")
+        assert (fixed.number, fixed.reason, fixed.row["result"], fixed.row["target"]) == \
+            (3, "不贯不释", "扬触", "干")
+        assert fixed.tallies[0]["右"] == 1 and fixed.round_end is None
+        missed = judge.correct("上耦下射", 1, "留")
+        assert (missed.row["target"], missed.reason) == (None, "不中")
+        writer.rewrite(judge.rows)                          # the writer goes on after it
+        writer.write(judge.shot({"archer": "次耦上射", "rank": "士", "role": "上射", "target": "干",
+                                 "result": "贯", "pair": "次耦"}, strokes[-1].time + 9).row)
+    got, _ = check_rows(capsys, saved, log)
+    assert got == [as_text(r) for r in judge.rows] and len(got) == 5
+    assert [g["reason"] for g in got[:4]] == ["释", "不中", "不贯不释", "释"]
+    for bad in (("无人", 1, "贯"), ("上耦上射", 5, "贯"), ("上耦上射", 1, "中")):
+        assert isinstance(judge.correct(*bad), judge_mod.ShotError)
+    assert not list(tmp_path.glob(".live.csv.*"))         # no temporary file left

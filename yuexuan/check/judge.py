@@ -179,9 +179,48 @@ class Judge:
             queue.popleft()
         for name in FIELDS:
             self._columns[name].append(row[name])
-        return self._judge_all(loose_s)
+        return self._judge_all(len(self._rows), loose_s)
 
-    def _judge_all(self, loose_s: float | None) -> JudgedShot:
+    def correct(self, archer: str, arrow: int, result: str,
+                target: str | None = None) -> JudgedShot | ShotError:
+        """A scorer's correction (``/yuexuan/correct``): ``archer``'s ``arrow``-th shot (1-based,
+        in time order) of the latest round he shot in now has ``result`` — on ``target`` when
+        given, on the 侯 it had otherwise, on none for a miss. Every shot is judged again; the
+        JudgedShot is the corrected one's (``revised``: the others it changed; no round end).
+        The caller rewrites the log (:meth:`yuexuan.check.logwriter.ShotLogWriter.rewrite`)."""
+        archer = archer.strip()
+        mine = [i for i, a in enumerate(self._columns["archer"]) if a.strip() == archer]
+        if not mine:
+            return ShotError(f"no shot of {archer!r} to correct", "archer")
+        rounds = self._rounds()
+        latest = rounds[mine[-1]]
+        in_round = sorted((i for i in mine if rounds[i] == latest),
+                          key=lambda i: float(self._columns["time"][i]))
+        if not 1 <= arrow <= len(in_round):
+            return ShotError(f"{archer} has {len(in_round)} shot(s) in round {latest}, not an "
+                             f"arrow {arrow}", "arrow")
+        i = in_round[arrow - 1]
+        row = {name: self._columns[name][i] for name in FIELDS}
+        row["result"] = result.strip()
+        if row["result"] in ZHENG_RESULTS + ("不中",):
+            row["target"] = ""
+        elif target is not None:
+            row["target"] = target.strip()
+        try:
+            shots_from_columns(Columns(LIVE_PATH, {k: [v] for k, v in row.items()},
+                                       np.array([1], dtype=np.int64)))
+        except UserError as exc:
+            return ShotError(exc.message.removeprefix("row 1: "), exc.key)
+        for name in ("result", "target"):
+            self._columns[name][i] = row[name]
+        return self._judge_all(i, None, added=False)
+
+    def _rounds(self) -> list:
+        """Each shot's round (int; an empty round is 3, as in the shot log)."""
+        return [int(r) if str(r).strip() else 3 for r in self._columns["round"]]
+
+    def _judge_all(self, index: int, loose_s: float | None, added: bool = True) -> JudgedShot:
+        """Judge every shot again; the JudgedShot of shot ``index`` (0-based)."""
         n = len(self._columns["time"])
         shots = shots_from_columns(Columns(LIVE_PATH, self._columns,
                                            np.arange(1, n + 1, dtype=np.int64)))
@@ -191,19 +230,20 @@ class Judge:
         names = report.fields_out(None)
         rows = [dict(zip(names, r)) for r in zip(*report.shot_columns(shots, verdict))]
         revised = tuple((k + 1, rows[k]) for k in range(len(self._rows))
-                        if rows[k] != self._rows[k])
+                        if k != index and rows[k] != self._rows[k])
         self._rows = rows
-        last = n - 1
+        last = index
         rank, result = RANKS[shots.rank[last]], RESULTS[shots.result[last]]
         # the 获者 calls by the whole log (a partner's rank decides the 侯), as compile --shots does
         huo = bool(shiho.huo_called(shots.rank, shots.target, shots.result, shots.pair,
                                     self.rules.settings)[last])
         warnings = self._fifth_arrow(shots, last)
-        return JudgedShot(n, rows[last], bool(verdict.released[last]),
+        return JudgedShot(last + 1, rows[last], bool(verdict.released[last]),
                           shiho.REASONS[verdict.reason[last]], huo,
                           result if rank == "公" and result in ZHENG_RESULTS else None,
                           loose_s, verdict.tallies, revised,
-                          self._round_end(shots, verdict, int(shots.round[last])), warnings)
+                          self._round_end(shots, verdict, int(shots.round[last])) if added
+                          else None, warnings if added else ())
 
     def _fifth_arrow(self, shots, last: int) -> tuple:
         """A warning when the latest shot is its archer's fifth or later arrow of the round."""

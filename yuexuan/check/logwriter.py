@@ -11,6 +11,10 @@ A crash during a write can leave the last line cut short. That row was never con
 verdict was neither shown nor sent), so opening the file again drops it — the only change ever
 made to rows already there — and says so in :attr:`ShotLogWriter.repaired`. ``check`` reads such
 a file as it is, with a warning (:mod:`yuexuan.check.shotlog`).
+
+A scorer's correction (``/yuexuan/correct``) changes a row already written: :meth:`rewrite`
+writes every row to a temporary file beside the log, fsyncs it, renames it over the log and
+fsyncs the folder, so a crash leaves either the old log or the new one, whole.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import tempfile
 
 from yuexuan.check import report
 from yuexuan.errors import UserError
@@ -95,6 +100,32 @@ class ShotLogWriter:
         self._buf.truncate()
         self._csv.writerow([_cell(row.get(name)) for name in COLUMNS])
         self._append(self._buf.getvalue().encode("utf-8"))
+
+    def rewrite(self, rows: list) -> None:
+        """Replace the log by the header and ``rows`` (every shot, latest verdicts), atomically."""
+        folder = os.path.dirname(os.path.abspath(self.path))
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(COLUMNS)
+        writer.writerows([_cell(row.get(name)) for name in COLUMNS] for row in rows)
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(buf.getvalue().encode("utf-8"))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        os.close(self._fd)
+        self._fd = os.open(self.path, os.O_RDWR)
 
     def close(self) -> None:
         if self._fd >= 0:
