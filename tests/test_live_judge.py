@@ -1,0 +1,329 @@
+"""Live judging in process: OSC parsing and listening (real UDP), the ceremony clock, the live
+calls taken from the compiled timeline, the show's position through a hold, and the hub's order
+(call, log on disk, then verdict sent). Over JACK with a recorder: test_live_judge_jack.py."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import mido
+import pytest
+from pythonosc.udp_client import SimpleUDPClient
+
+from yuexuan.check.judge import Judge, round_rosters
+from yuexuan.check.logwriter import ShotLogWriter
+from yuexuan.check.rules import rules_for
+from yuexuan.check.shots import read_shots
+from yuexuan.compiler import compile_file
+from yuexuan.compiler.builder import CALL_DELAY_S, CALL_LEN_S
+from yuexuan.data import DataSource
+from yuexuan.errors import UserError
+from yuexuan.midi import judging, live, live_calls, operator, osc
+from yuexuan.midi.live_show import LiveShow
+from yuexuan.midi.program import build_program
+from yuexuan.midi.queue_items import Kind
+from yuexuan.midi.smf import assign_tracks, timeline_messages
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHE = ROOT / "cues" / "dashe.toml"
+T = 1.0                                     # an arrival time for parse, monotonic s
+
+
+@pytest.fixture(scope="module")
+def lishou():
+    return compile_file(DASHE, ["lishou"])
+
+
+@pytest.fixture(scope="module")
+def ceremony():
+    return compile_file(DASHE)
+
+
+# -- OSC in -------------------------------------------------------------------------------------
+def test_parse_loose_shot_and_commands():
+    assert osc.parse("/yuexuan/loose", ("宾",), T) == osc.Loose("宾", None, T)
+    assert osc.parse("/yuexuan/loose", ("宾", 1100), T) == osc.Loose("宾", 1100.0, T)
+    shot = osc.parse("/yuexuan/shot", ("公", "公", "下射", "参", "贯", "公耦", 2), T)
+    assert shot.fields == {"archer": "公", "rank": "公", "role": "下射", "target": "参",
+                           "result": "贯", "pair": "公耦", "round": 2}
+    assert osc.parse("/yuexuan/shot", ("士乙", "士", "上射", "", "不中"), T).fields["target"] == ""
+    assert [osc.parse(f"/yuexuan/{w}", (), T).name for w in ("go", "stop", "hold", "resume",
+                                                               "panic")] == \
+        ["go", "stop", "toggle-hold", "resume", "panic"]
+
+
+@pytest.mark.parametrize("address, args, says", [
+    ("/yuexuan/shoot", ("宾",), "unknown address"),
+    ("/other/loose", ("宾",), "unknown address"),
+    ("/yuexuan/loose", (), "expected archer"),
+    ("/yuexuan/loose", (3,), "expected archer"),
+    ("/yuexuan/loose", ("宾", "now"), "not a finite number"),
+    ("/yuexuan/loose", ("宾", float("nan")), "not a finite number"),
+    ("/yuexuan/shot", ("宾", "宾", "上射", "大侯"), "expected archer rank role target result"),
+    ("/yuexuan/shot", ("宾", "宾", "上射", "大侯", 1), "expected archer rank role target result"),
+    ("/yuexuan/shot", ("宾", "宾", "上射", "大侯", "贯", 7), "pair 7 is not a string"),
+    ("/yuexuan/shot", ("宾", "宾", "上射", "大侯", "贯", "公耦", "3"), "round '3' is not an int"),
+])
+def test_parse_bad_messages_say_what_is_wrong(address, args, says):
+    bad = osc.parse(address, args, T)
+    assert isinstance(bad, osc.Bad) and says in bad.why and bad.why.startswith(address)
+
+
+def test_host_port():
+    assert osc.host_port("9000", "--osc") == ("127.0.0.1", 9000)
+    assert osc.host_port("0.0.0.0:9000", "--osc") == ("0.0.0.0", 9000)
+    for text in ("x", "70000", "h:0"):
+        with pytest.raises(UserError, match="port must be"):
+            osc.host_port(text, "--osc")
+    with pytest.raises(UserError, match="HOST:PORT"):
+        osc.host_port("9000", "--osc-out", need_host=True)
+
+
+def test_listener_delivers_every_datagram_and_survives_bad_ones():
+    got, done = [], threading.Event()
+
+    def deliver(record):
+        got.append(record)
+        if isinstance(record, osc.Shot) and record.fields["archer"] == "boom":
+            raise RuntimeError("handler failed")
+        if isinstance(record, osc.Command):
+            done.set()
+
+    listener = osc.OscListener("127.0.0.1", 0, deliver)
+    listener.start()
+    try:
+        host, port = listener.address
+        before = time.monotonic()
+        client = SimpleUDPClient(host, port)
+        client.send_message("/yuexuan/loose", ["宾"])
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"garbage", (host, port))
+        client.send_message("/yuexuan/shot", ["boom", "士", "上射", "干", "贯"])
+        client.send_message("/yuexuan/go", [])
+        assert done.wait(5)
+    finally:
+        listener.close()
+    kinds = [type(r).__name__ for r in got]
+    assert kinds == ["Loose", "Bad", "Shot", "Bad", "Command"], got
+    assert "not an OSC message (7 bytes" in got[1].why
+    assert "handler failed" in got[3].why                     # reported, the listener goes on
+    assert all(before <= r.arrival <= time.monotonic() for r in got)
+
+
+def test_listener_port_in_use_is_a_user_error():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        with pytest.raises(UserError, match="cannot listen"):
+            osc.OscListener("127.0.0.1", s.getsockname()[1], print)
+
+
+# -- the ceremony's clock, the calls ---------------------------------------------------------------
+def test_ceremony_clock_puts_the_selection_on_the_whole_ceremony(lishou, ceremony):
+    clock = judging.ceremony_clock(lishou, ceremony)
+    whole = [b.time for b in ceremony.beats if b.cue == "lishou"]
+    assert [clock.ceremony_s(b.time) for b in lishou.beats] == pytest.approx(whole, abs=1e-9)
+    assert clock.selection_s(clock.ceremony_s(42.0)) == pytest.approx(42.0)
+    two = compile_file(DASHE, ["sixia_bin", "lishou"])      # compiled one after the other
+    clock2 = judging.ceremony_clock(two, ceremony)
+    start = next(c.start for c in two.cues if c.id == "lishou")
+    assert clock2.ceremony_s(start + 1.0) == pytest.approx(whole[0])
+    assert clock2.ceremony_s(1.0) == pytest.approx(1.0)
+
+
+def test_live_call_is_the_first_compiled_call_and_compiled_calls_are_left_out(lishou):
+    messages = timeline_messages(lishou)
+    calls = live_calls.call_templates(lishou, messages)
+    huo = [n for n in lishou.notes if n.instrument == "获者"]
+    channel = next(t.channel for t in assign_tracks(lishou) if t.name == "获者")
+    ons = [e for e in calls["获"] if e.kind == Kind.ON]
+    offs = [e for e in calls["获"] if e.kind == Kind.OFF]
+    got = [(round(e.dt, 9), mido.Message.from_bytes(list(e.data))) for e in ons]
+    # 举旌以宫 (loud) now, 偃旌以商 (soft) as far after it as the compiler puts it
+    assert [(m.channel, m.note, m.velocity) for _, m in got] == \
+        [(channel, huo[0].midi, huo[0].velocity), (channel, huo[1].midi, huo[1].velocity)]
+    assert huo[0].velocity > huo[1].velocity
+    assert [dt for dt, _ in got] == pytest.approx([0.0, CALL_DELAY_S[1] - CALL_DELAY_S[0]])
+    assert sorted(e.dt for e in offs) == pytest.approx(
+        [CALL_LEN_S[0], CALL_DELAY_S[1] - CALL_DELAY_S[0] + CALL_LEN_S[1]])
+    assert set(calls) >= {"获", "留", "扬", "方"}
+    # the shooting cue's compiled 获 and 大射正 calls are gone from what is played, nothing else
+    kept = live_calls.without_calls(messages, live_calls.compiled_calls(
+        lishou, live_calls.live_cues(lishou)))
+    callers = [n for n in lishou.notes if n.instrument in ("获者", "大射正")]
+    assert callers and len(messages) - len(kept) == 2 * len(callers)
+    program = build_program(lishou, kept)
+    assert not [e for e in program.events["lishou"] if e.kind == Kind.ON
+                and e.key[0] == channel and e.key[1] in (huo[0].midi, huo[1].midi)
+                and mido.Message.from_bytes(list(e.data)).velocity in (100, 60)]
+
+
+# -- the show's position, live calls on its send path ----------------------------------------------
+class Sink:
+    def __init__(self):
+        self.rows, self.lock = [], threading.Lock()
+
+    def __call__(self, data) -> bool:
+        with self.lock:
+            self.rows.append((time.monotonic(), tuple(data)))
+        return True
+
+
+def _small_show(lishou, sink, **hooks):
+    program = build_program(lishou, timeline_messages(lishou), None, 11.0, 16.0)
+    return LiveShow(program, sink, live.ShowOptions(auto=True, from_s=11.0, until_s=16.0),
+                    beats=lishou.beats, **hooks)
+
+
+def test_position_runs_with_the_show_and_stands_still_while_held(lishou):
+    sink, beats = Sink(), []
+    show = _small_show(lishou, sink, on_beat=lambda b: beats.append((time.monotonic(), b)))
+    assert show.timeline_s(time.monotonic()) is None            # before the start
+    show.start()
+    try:
+        (_, anchor), = show.anchors
+        now = time.monotonic()
+        assert show.timeline_s(now) == pytest.approx(now - anchor)
+        assert show.timeline_s(now) == pytest.approx(11.0 - show.options.lead_s, abs=0.05)
+        time.sleep(1.0)
+        show.hold()
+        frozen = show.timeline_s(time.monotonic())
+        time.sleep(0.3)
+        assert show.timeline_s(time.monotonic()) == frozen      # held: time stands still
+        show.resume()
+        assert show.timeline_s(time.monotonic()) == pytest.approx(frozen, abs=0.01)
+        assert show.done.wait(10)
+    finally:
+        show.shutdown()
+    # the 射节 strokes of the window went to on_beat at their times, after the hold too
+    want = [b for b in lishou.beats if 11.0 <= b.time < 16.0]
+    assert [b for _, b in beats] == want
+    anchor = show.anchors[-1][1]
+    assert all(abs(t - (anchor + b.time)) < 0.02 for t, b in beats if t > anchor + frozen)
+
+
+def test_a_call_sounds_now_and_panic_releases_it(lishou):
+    sink = Sink()
+    show = _small_show(lishou, sink)
+    calls = live_calls.call_templates(lishou, timeline_messages(lishou))
+    show.start()
+    try:
+        n = len(sink.rows)
+        asked = time.monotonic()
+        assert show.sound_call(calls["获"])
+        first_t, first = sink.rows[n]
+        assert first == calls["获"][0].data and first_t - asked < 0.005
+        time.sleep(0.2)
+        show.panic()
+        time.sleep(1.3)                  # the 商 would have come 1.1 s after the 宫
+    finally:
+        show.shutdown()
+    sent = [d for _, d in sink.rows[n:]]
+    assert calls["获"][0].data in sent
+    shang = [e for e in calls["获"] if e.kind == Kind.ON][1]
+    assert shang.data not in sent                                 # dropped by PANIC
+    off = (0x80 | first[0] & 0x0F, first[1], 0)
+    assert off in sent                                            # the 宫 released
+
+
+# -- the hub ---------------------------------------------------------------------------------------
+class FakeShow:
+    def __init__(self, order, t=1106.5 - 1093.5):
+        self.order, self.t, self.calls = order, t, []
+
+    def timeline_s(self, at):
+        return self.t
+
+    def sound_call(self, events):
+        self.order.append("call")
+        self.calls.append(events)
+        return True
+
+    def now(self):
+        return time.monotonic()
+
+
+class FakeOut:
+    def __init__(self, order):
+        self.order, self.sent = order, []
+
+    def verdict(self, row, v):
+        self.order.append("verdict")
+        self.sent.append((row, v))
+
+    def tally(self, t, final):
+        self.order.append("tally")
+
+
+class SpyLog(ShotLogWriter):
+    def __init__(self, path, order):
+        super().__init__(path)
+        self.order = order
+
+    def write(self, row):
+        super().write(row)
+        self.order.append("log")
+
+
+def _hub(tmp_path, ceremony, lishou, order, show=None):
+    rules = rules_for(ceremony, DataSource())
+    calls = live_calls.call_templates(lishou, timeline_messages(lishou))
+    log = SpyLog(tmp_path / "shots.csv", order)
+    out = FakeOut(order)
+    show = show or FakeShow(order)
+    return judging.Hub(Judge(rules, round_rosters(ceremony)), show,
+                       judging.ceremony_clock(lishou, ceremony), calls, log, out), show, out
+
+
+def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
+    order = []
+    hub, show, out = _hub(tmp_path, ceremony, lishou, order)
+    hub.deliver(osc.Loose("上耦上射", None, T))
+    hub.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
+                          "result": "贯", "pair": "上耦", "round": 3}, T))
+    assert order == ["call", "log", "verdict", "tally"]
+    assert show.calls == [hub.calls["获"]]
+    row, v = out.sent[0]
+    assert (row, v["reason"], v["time"]) == (1, "释", pytest.approx(1106.5))
+    logged = read_shots(tmp_path / "shots.csv")                 # check's reader takes the log
+    assert logged.archers == ["上耦上射"] and logged.time[0] == pytest.approx(1106.5)
+    # the 公's 留: the 大射正 calls; a miss of anyone else: no call
+    hub.deliver(osc.Shot({"archer": "公", "rank": "公", "role": "下射", "target": "",
+                          "result": "留", "pair": "公耦"}, T))
+    hub.deliver(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "",
+                          "result": "不中", "pair": "公耦"}, T))
+    assert show.calls[1:] == [hub.calls["留"]]
+    assert [ln.split(":")[0] for ln in hub.said if ln.startswith("shot")] == \
+        ["shot 1", "shot 2", "shot 3"]
+
+
+def test_hub_reports_bad_messages_and_goes_on(tmp_path, ceremony, lishou):
+    order = []
+    hub, show, out = _hub(tmp_path, ceremony, lishou, order)
+    hub.deliver(osc.Bad("/yuexuan/x: unknown address", T))
+    hub.deliver(osc.Loose("王五", None, T))
+    hub.deliver(osc.Shot({"archer": "宾", "rank": "王", "role": "上射", "target": "大侯",
+                          "result": "贯"}, T))
+    hub.deliver(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "大侯",
+                          "result": "贯", "pair": "公耦"}, T))
+    whys = [b["why"] for b in hub.bad]
+    assert len(whys) == 3 and "unknown archer" in whys[1] and "rank" in whys[2]
+    assert order == ["call", "log", "verdict", "tally"]         # the good shot still judged
+    summary = hub.summary()
+    assert len(summary["shots"]) == 1 and len(summary["bad_messages"]) == 3
+    waiting = FakeShow(order)
+    waiting.timeline_s = lambda at: None                        # before the show starts
+    (tmp_path / "b").mkdir()
+    hub2, _, _ = _hub(tmp_path / "b", ceremony, lishou, [], waiting)
+    hub2.deliver(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "大侯",
+                           "result": "贯"}, T))
+    assert "has not started" in hub2.bad[0]["why"] and not hub2.judged
+
+
+def test_screen_shows_the_latest_verdicts(lishou):
+    status = operator.Status("playing", lishou.cues[0], 12.0, None, None, True, "rec", True, 5,
+                             0, (), 0)
+    text = operator.render(status, judged=("shot 1: 1106.500 s 上耦上射 … 算 释",
+                                          "round 3: 右 1 算, 左 0 算 — 右贤于左一奇"))
+    assert "右贤于左一奇" in text and text.index("shot 1") < text.index("out: rec")
