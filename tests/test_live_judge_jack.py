@@ -234,6 +234,62 @@ def test_sigkill_keeps_every_verdict_sent(jack_async, tmp_path):
         assert row["archer"] == archer and float(row["time"]) == pytest.approx(time_s, abs=1e-6)
 
 
+def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
+    """/yuexuan/go, hold (twice: hold, resume), stop and panic do what the keys do; --osc-out
+    sends a /yuexuan/cue at each cue start."""
+    env, diag = jack_sync
+    inbox, osc_port = OscInbox(), _free_port()
+    rec = Recorder(env, "rec", tmp_path / "rec.jsonl")
+    lines: list = []
+    try:
+        play = subprocess.Popen(
+            [sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api", "jack", "--port", "rec",
+             "--cues", "sixia_bin,sixia_gong", "--osc", f"127.0.0.1:{osc_port}", "--osc-out",
+             f"127.0.0.1:{inbox.port}"],
+            env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=lambda: lines.extend(line.rstrip() for line in play.stdout),
+                         daemon=True).start()
+
+        def expect(pattern, timeout=10.0):
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                if any(line.startswith(pattern) for line in lines):
+                    return
+                time.sleep(0.01)
+            raise AssertionError(f"no line {pattern!r}: {lines}; {diag()}")
+
+        client = SimpleUDPClient("127.0.0.1", osc_port)
+        expect("waiting", 20)
+        client.send_message("/yuexuan/go", [])
+        expect("playing sixia_bin")
+        time.sleep(1.0)
+        client.send_message("/yuexuan/hold", [])
+        expect("held")
+        client.send_message("/yuexuan/hold", [])
+        expect("» resumed")
+        client.send_message("/yuexuan/stop", [])
+        expect("stopping sixia_bin")
+        expect("waiting sixia_bin", 15)
+        client.send_message("/yuexuan/go", [])
+        expect("playing sixia_gong")
+        time.sleep(1.0)
+        panic_at = time.monotonic()
+        client.send_message("/yuexuan/panic", [])
+        play.wait(15)
+    finally:
+        if play.poll() is None:
+            play.kill()
+        msgs = [(t, mido.Message.from_bytes(d)) for t, d in rec.stop()]
+        inbox.close()
+    assert play.returncode == 0, play.stderr.read()
+    assert any("PANIC" in line for line in lines)
+    assert [m[2] for m in inbox.of("/yuexuan/cue")] == [["sixia_bin", "肆夏"],
+                                                         ["sixia_gong", "肆夏"]]
+    ons = [t for t, m in msgs if m.type == "note_on" and m.velocity]
+    assert ons and not [t for t in ons if t > panic_at + 0.1]
+
+
 @pytest.fixture(scope="module")
 def jack_sync():
     # synchronous: an asynchronous JACK2 server drops MIDI when a client runs late on a loaded
