@@ -298,6 +298,25 @@ def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
         ["shot 1", "shot 2", "shot 3"]
 
 
+def test_a_correction_is_judged_again_and_the_log_rewritten(tmp_path, ceremony, lishou):
+    order = []
+    hub, show, out = _hub(tmp_path, ceremony, lishou, order)
+    shot = {"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干", "result": "贯",
+            "pair": "上耦"}
+    hub.deliver(osc.Shot(shot, T))
+    hub.deliver(osc.Shot({**shot, "archer": "上耦下射", "role": "下射"}, T))
+    fix = osc.parse("/yuexuan/correct", ("上耦上射", 1, "扬触"), T)
+    assert isinstance(fix, osc.Correction)
+    hub.deliver(fix)
+    hub.deliver(osc.parse("/yuexuan/correct", ("上耦上射", 2, "扬触"), T))     # no 2nd arrow
+    assert len(show.calls) == 2                                # no call for a correction
+    assert out.sent[-1][0] == 1 and out.sent[-1][1]["reason"] == "不贯不释"
+    logged = read_shots(tmp_path / "shots.csv")
+    assert len(logged) == 2 and logged.result.tolist()[0] == 2          # RESULTS[2] = 扬触
+    assert "not an arrow 2" in hub.bad[-1]["why"] or "arrow 2" in hub.bad[-1]["why"]
+    assert hub.final_lines() == ["round 3: 右 0 算, 左 1 算 — 左贤于右一奇"]
+
+
 def test_hub_reports_bad_messages_and_goes_on(tmp_path, ceremony, lishou):
     order = []
     hub, show, out = _hub(tmp_path, ceremony, lishou, order)

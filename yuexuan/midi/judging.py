@@ -99,6 +99,8 @@ class Hub:
             self.shot(record.fields, record.arrival)
         elif isinstance(record, osc.Loose):
             self.loose(record.archer, record.time_s, record.arrival)
+        elif isinstance(record, osc.Correction):
+            self.correct(record.archer, record.arrow, record.result, record.target, record.arrival)
         elif isinstance(record, osc.Command):
             if self.command is not None:
                 self.command(record.name)
@@ -137,6 +139,24 @@ class Hub:
                 self.call_lag_s.append(self.show.now() - arrival)
             self._write(j)
             self.judged.append(j)
+            self._tell(j)
+            return j
+
+    def correct(self, archer: str, arrow: int, result: str, target: str | None,
+                arrival: float):
+        """A scorer's correction: judged again, the log rewritten (atomically), then told. No call
+        sounds (the arrow landed long ago). The corrected JudgedShot, or None."""
+        with self._lock:
+            j = self.judge.correct(archer, arrow, result, target)
+            if isinstance(j, ShotError):
+                return self.report_bad(f"correction of {archer}'s arrow {arrow}: {j.message} "
+                                       "(not made)", arrival)
+            if self.log is not None:
+                try:
+                    self.log.rewrite(self.judge.rows)
+                except OSError as exc:
+                    self._say(f"NOT LOGGED correction of shot {j.number}: {exc.strerror}")
+            self._say(f"corrected shot {j.number}: {archer}'s arrow {arrow} is {result}")
             self._tell(j)
             return j
 
@@ -188,7 +208,7 @@ class Hub:
         made, the bad messages and the shot → call lag."""
         with self._lock:
             rows = self.judge.rows
-            tallies = self.judged[-1].tallies if self.judged else []
+            tallies = self._tallies()
             return {"shots": rows, "tallies": tallies,
                     "round_ends": [e._asdict() for e in self.round_ends],
                     "bad_messages": list(self.bad), "unlogged": self.unlogged,
@@ -197,5 +217,8 @@ class Hub:
     def final_lines(self) -> list:
         """The tallies of the rounds judged, one line each (for stderr at the end)."""
         with self._lock:
-            tallies = self.judged[-1].tallies if self.judged else []
-        return [tally_line(t, False) for t in tallies]
+            return [tally_line(t, False) for t in self._tallies()]
+
+    def _tallies(self) -> list:
+        verdict = self.judge.verdict
+        return verdict.tallies if verdict is not None else []

@@ -5,6 +5,7 @@ its own thread, so messages are handled one at a time in arrival order):
 
   /yuexuan/loose  archer [time]                     an arrow leaves the string
   /yuexuan/shot   archer rank role target result [pair] [round]   it has landed
+  /yuexuan/correct archer arrow result [target]     a scorer corrects a shot (e.g. a sensor's)
   /yuexuan/go | /yuexuan/stop | /yuexuan/hold | /yuexuan/resume | /yuexuan/panic
 
 Each datagram is stamped with its arrival on the monotonic clock before it is parsed.
@@ -57,6 +58,15 @@ class Shot:
 
 
 @dataclass(frozen=True)
+class Correction:
+    archer: str
+    arrow: int                      # 1-based, the archer's arrow of his latest round
+    result: str
+    target: str | None              # None: the 侯 the shot had
+    arrival: float
+
+
+@dataclass(frozen=True)
 class Command:
     name: str                       # go | stop | toggle-hold | resume | panic
     arrival: float
@@ -103,8 +113,14 @@ def parse(address: str, args: tuple, arrival: float):
             return bad(f"round {more[1]!r} is not an int")
         fields.update(zip(SHOT_OPTIONAL, more))
         return Shot(fields, arrival)
-    return bad("unknown address (expected /yuexuan/loose, /yuexuan/shot, /yuexuan/go, "
-               "/yuexuan/stop, /yuexuan/hold, /yuexuan/resume or /yuexuan/panic)")
+    if word == "correct":
+        if (not 3 <= len(args) <= 4 or not _is_text(args[0]) or not isinstance(args[1], int)
+                or isinstance(args[1], bool) or not all(map(_is_text, args[2:]))):
+            return bad("expected archer (string) arrow (int) result (string) [target (string)]")
+        return Correction(args[0].strip(), args[1], args[2], args[3] if len(args) == 4 else None,
+                          arrival)
+    return bad("unknown address (expected /yuexuan/loose, /yuexuan/shot, /yuexuan/correct, "
+               "/yuexuan/go, /yuexuan/stop, /yuexuan/hold, /yuexuan/resume or /yuexuan/panic)")
 
 
 def host_port(text: str, option: str, need_host: bool = False) -> tuple[str, int]:
