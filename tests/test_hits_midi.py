@@ -1,0 +1,164 @@
+"""``play --hits-midi PORT``: a hit sensor on each 侯, over JACK from a virtual sender.
+
+This process opens a JACK MIDI output (``pads:out``, an e-drum trigger module's stand-in) and a
+JACK recorder runs beside the player (tests/jack_support.py). The player runs 貍首 from just
+before the 上耦's first shooting stroke with ``--hits-midi pads --osc --osc-out --shots-log``; the
+show's clock is learnt from its ``/yuexuan/cue`` notification (sent when 貍首 starts at
+``--from``) and made exact afterwards by the ``--report`` anchor. Each pad note is then checked
+against the timeline's strokes and the courtyard's distances, independently of yuexuan.midi.hits:
+the archer is the one whose stroke the hit less the flight lies nearest, the judged time his loose
+(sent over OSC) or the hit less the flight, 贯 on the pad's 侯; ``yuexuan check`` on the log gives
+the live verdicts; each called hit sounds the 获 call within 1 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import rtmidi
+from pythonosc.dispatcher import Dispatcher
+from pythonosc.osc_server import BlockingOSCUDPServer
+from pythonosc.udp_client import SimpleUDPClient
+
+from jack_support import Recorder, diagnosis, jack_server, log_mark
+from yuexuan.compiler import compile_file
+from yuexuan.rite import courtyard
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHE = ROOT / "cues" / "dashe.toml"
+FROM_S, UNTIL_S = 11.0, 24.0          # 貍首 (selection s): the 上耦's first two shooting 节
+PADS = {"大侯": 36, "参": 38, "干": 40}   # cues/dashe.toml [hits_midi]
+SPEED_M_S = 60.0                       # its arrow_speed_m_s
+
+
+@pytest.fixture(scope="module")
+def jack():
+    with jack_server(sync=True) as env:
+        yield env
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Inbox:
+    """OSC received on a thread: (monotonic arrival, address, args)."""
+
+    def __init__(self):
+        d = Dispatcher()
+        d.set_default_handler(lambda a, *args: self.got.append((time.monotonic(), a, list(args))))
+        self.got: list = []
+        self.server = BlockingOSCUDPServer(("127.0.0.1", 0), d)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
+
+    def first(self, address: str, timeout: float) -> tuple:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for m in list(self.got):
+                if m[1] == address:
+                    return m
+            time.sleep(0.002)
+        raise AssertionError(f"no {address} within {timeout} s; got {self.got[:5]}")
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_pads_on_the_targets_are_judged_as_the_schedule_says(jack, tmp_path, monkeypatch):
+    monkeypatch.setenv("JACK_DEFAULT_SERVER", jack["JACK_DEFAULT_SERVER"])   # the pads' client
+    monkeypatch.setenv("JACK_NO_START_SERVER", "1")
+    ceremony = compile_file(DASHE)
+    shift = ceremony.cue("lishou").start                # selection s → the ceremony's
+    yard = courtyard.load()
+    flight = {t.name: t.distance_bu * yard.bu_m / SPEED_M_S for t in yard.targets}
+    strokes = {(b.archer, b.arrow): b.time - shift for b in ceremony.beats if b.shoot}
+    up, down = "上耦上射", "上耦下射"
+    mark = log_mark(jack)
+    pads = rtmidi.MidiOut(rtmidi.API_UNIX_JACK, name="pads")
+    pads.open_virtual_port("out")
+    inbox = Inbox()
+    osc_port = _free_port()
+    log, report = tmp_path / "live.csv", tmp_path / "r.json"
+    rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
+    sent = []                                           # (what, monotonic when sent)
+    try:
+        play = subprocess.Popen(
+            [sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api", "jack", "--port", "rec",
+             "--auto", "--cues", "lishou", "--from", str(FROM_S), "--until", str(UNTIL_S),
+             "--osc", str(osc_port), "--osc-out", f"127.0.0.1:{inbox.port}",
+             "--shots-log", str(log), "--hits-midi", "pads", "--report", str(report)],
+            env=jack, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        cue_at, _, _ = inbox.first("/yuexuan/cue", 30)
+        origin = cue_at - FROM_S                        # ≈ monotonic of selection time 0
+        osc = SimpleUDPClient("127.0.0.1", osc_port)
+
+        def at(t_s: float):
+            time.sleep(max(0.0, origin + t_s - time.monotonic()))
+
+        def pad(target: str, t_s: float, label: str):
+            at(t_s)
+            pads.send_message([0x99, PADS[target], 100])      # channel 10, as drum modules send
+            sent.append((label, time.monotonic()))
+            pads.send_message([0x89, PADS[target], 0])        # its note-off: ignored
+
+        pad("干", 11.6, "before any turn")                    # nobody has loosed yet
+        pad("干", strokes[(up, 1)] + flight["干"] + 0.04, "up1")          # no loose: the flight back
+        at(strokes[(down, 1)] + 0.1)
+        osc.send_message("/yuexuan/loose", [down, float(strokes[(down, 1)] + shift)])
+        pad("干", strokes[(down, 1)] + 1.5, "down1")                       # the loose is judged
+        at(strokes[(up, 2)] + 0.3)
+        osc.send_message("/yuexuan/loose", [up, float(strokes[(up, 2)] + shift + 0.25)])
+        pad("干", strokes[(up, 2)] + 1.4, "up2")                           # 250 ms off the drum
+        pad("参", strokes[(down, 2)] + flight["参"], "down2")              # a 士 on the 参
+        pads.send_message([0x99, 42, 100])                                 # an unmapped pad
+        _, err = play.communicate(timeout=60)
+    finally:
+        calls = rec.stop()
+        inbox.close()
+        pads.close_port()
+        del pads
+    assert play.returncode == 0, err
+    diag = diagnosis(jack, mark)
+    rep = json.loads(report.read_text())
+    (anchor,) = (a["anchor_monotonic"] for a in rep["anchors"])
+    rows = list(csv.DictReader(io.StringIO(log.read_text(encoding="utf-8"), newline="")))
+    hit_s = {label: mono - anchor + shift for label, mono in sent}   # the ceremony's seconds
+
+    assert [(r["archer"], r["target"], r["result"], r["round"]) for r in rows] == [
+        (up, "干", "贯", "3"), (down, "干", "贯", "3"), (up, "干", "贯", "3"), (down, "参", "贯", "3")
+    ], (rows, err, diag)
+    times = [float(r["time"]) for r in rows]
+    assert abs(times[0] - (hit_s["up1"] - flight["干"])) < 0.015, (times, hit_s)
+    assert times[1] == round(strokes[(down, 1)] + shift, 6)
+    assert times[2] == round(strokes[(up, 2)] + shift + 0.25, 6)
+    assert abs(times[3] - (hit_s["down2"] - flight["参"])) < 0.015, (times, hit_s)
+    assert [r["reason"] for r in rows[1:]] == ["释", "不鼓不释", "非其侯"]
+    assert any("no archer's turn" in b["why"] for b in rep["judging"]["bad_messages"])
+    # check on the written log: the same verdicts
+    out = subprocess.run([sys.executable, "-m", "yuexuan", "check", str(DASHE), str(log),
+                          "--format", "csv"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    again = list(csv.DictReader(io.StringIO(out.stdout, newline="")))
+    assert [{k: r[k] for k in ("time", "archer", "nearest_beat", "offset", "released", "reason")}
+            for r in again] == \
+        [{k: r[k] for k in ("time", "archer", "nearest_beat", "offset", "released", "reason")}
+         for r in rows]
+    # the 获者 calls the three hits on the 干 (a 士's 参 is 非其侯: no call), each within 1 s
+    lags = rep["judging"]["call_lag_ms"]
+    assert len(lags) == 3 and max(lags) < 1000, (lags, diag)
+    assert len(calls) > 0
