@@ -11,8 +11,8 @@ Families (``instruments/*.toml`` ``family``):
   (``partials``, ratios to the 正鼓 tone: the 侧鼓 tone ``second_tone_ratio``, its octave, the
   (3,0) doublet 2.81/3), shorter decays for higher partials (docs/render.md, "Bells and stones").
 - ``stone``  磬: inharmonic modes (``partials``) with a bright noise click at the attack.
-- ``drum``   membrane modes (``modes`` × ``fundamental_hz``), a noise transient, a downward pitch
-  glide of up to ``glide_cents`` on strong strokes; ``rattle_strokes`` makes the 鼗's pellet rattle.
+- ``drum``   :mod:`yuexuan.audio.drums`: a stick's contact pulse driving membrane modes and the
+  dense modes above them; ``rattle_strokes`` makes the 鼗's twirl of pellet strikes.
 - ``string`` 瑟: modal plucked string (harmonics with slight stiffness, higher ones decaying faster,
   pluck-position spectrum, body resonances ``body_hz``).
 - ``pipe``   簜: harmonics (``harmonics``), breath noise, vibrato.
@@ -34,10 +34,11 @@ import numpy as np
 
 from yuexuan.audio.blocks import (DECAY_SPAN, RELEASE_S, burst, envelope, noise, normalise,
                                    onepole_lowpass, sustained, wavetable)
+from yuexuan.audio import drums
 from yuexuan.audio.voice import spoken, sung, vowel_of
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
-RING_CAP_S = {"bell": 9.0, "stone": 5.0, "drum": 3.0, "string": 6.0}
+RING_CAP_S = {"bell": 9.0, "stone": 5.0, "string": 6.0}   # drums: drums.RING_CAP_S
 SUSTAINED = ("pipe", "voice")   # families held for the note's duration; the others ring out
 
 
@@ -137,61 +138,6 @@ def stone(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.
     return normalise(_fade_tail(out), 1.0)
 
 
-def _drum_stroke(p: dict, velocity: int, sample_rate: int, rng, n: int) -> np.ndarray:
-    f0 = float(p.get("fundamental_hz", 100.0))
-    modes = list(p.get("modes", [1.0, 1.59, 2.14, 2.3]))
-    amps = list(p.get("amplitudes", [1.0] * len(modes)))
-    taus = list(p.get("decay_s", [0.5] * len(modes)))
-    v = velocity / 127.0
-    glide = float(p.get("glide_cents", 0.0)) * v * v        # strong strokes glide most
-    g = 2.0 ** (glide / 1200.0) - 1.0
-    tau_g = 0.04
-    out = np.zeros(n, dtype=np.float32)
-    n_g = min(n, int(5 * tau_g * sample_rate)) if g > 0 else 0
-    t = np.arange(n_g, dtype=np.float64) / sample_rate
-    freqs, a_, t_, ph = [], [], [], []
-    for m, a, tau in zip(modes, amps, taus):
-        f = f0 * m
-        a = a * (0.5 + 0.5 * v) ** (m - 1)                  # harder strokes are brighter
-        if f >= 0.45 * sample_rate:
-            continue
-        if n_g:
-            phase = 2 * np.pi * f * (t + g * tau_g * (1 - np.exp(-t / tau_g)))
-            out[:n_g] += (a * np.exp(-t / tau) * np.sin(phase)).astype(np.float32)
-            end_phase = 2 * math.pi * f * (n_g / sample_rate + g * tau_g * (1 - math.exp(-5)))
-            a = a * math.exp(-n_g / sample_rate / tau)
-        else:
-            end_phase = 0.0
-        freqs.append(f)
-        a_.append(a)
-        t_.append(tau)
-        ph.append(end_phase)
-    _decaying_sines(out, n_g, freqs, a_, t_, sample_rate, ph)
-    hit = burst(rng, n, 0.012, sample_rate, cutoff_hz=1200.0 + 3000.0 * v)
-    out[:len(hit)] += float(p.get("noise", 0.25)) * 2.5 * v * hit
-    return out
-
-
-def drum(p: dict, hz: float | None, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
-    """Membrane drum stroke; with ``rattle_strokes`` the 鼗's pellets strike both heads in turn."""
-    rng = np.random.default_rng(seed)
-    taus = list(p.get("decay_s", [0.5]))
-    strokes = int(p.get("rattle_strokes", 1))
-    rate = float(p.get("rattle_rate_hz", 12.0))
-    one = _ring_samples("drum", taus, sample_rate)
-    if strokes <= 1:
-        return normalise(_fade_tail(_drum_stroke(p, velocity, sample_rate, rng, one)), 1.0)
-    span = int(strokes / rate * sample_rate) + one
-    out = np.zeros(span, dtype=np.float32)
-    for i in range(strokes):
-        jitter = 1.0 + 0.15 * (rng.random() - 0.5)
-        start = int(i / rate * jitter * sample_rate)
-        vel = max(1, int(velocity * (0.85 ** i)))
-        s = _drum_stroke(p, vel, sample_rate, rng, one)
-        out[start:start + len(s)] += s[:span - start]
-    return normalise(_fade_tail(out), 1.0)
-
-
 def string(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
     """瑟: modal plucked string (harmonics, stiffness, faster decay for higher harmonics)."""
     tau1 = float(p.get("decay_s", 2.5))
@@ -251,7 +197,7 @@ def note(family: str, params: dict, hz: float | None, velocity: int, duration_s:
     """
     velocity = max(1, min(127, int(velocity)))
     if family == "drum":
-        return drum(params, hz, velocity, sample_rate, seed)
+        return drums.drum(params, velocity, sample_rate, seed)
     if family == "voice" and hz is None:
         return spoken(params, velocity, duration_s, sample_rate, seed, vowel or vowel_of(lyric),
                       consonant=bool(lyric))
@@ -277,8 +223,6 @@ def length(family: str, params: dict, duration_s: float, sample_rate: int) -> in
         return max(1, int(duration_s * sample_rate)) + int(RELEASE_S * sample_rate)
     if family == "string":
         return _ring_samples("string", [float(params.get("decay_s", 2.5))], sample_rate)
-    n = _ring_samples(family, list(params.get("decay_s", [1.0])), sample_rate)
-    strokes = int(params.get("rattle_strokes", 1)) if family == "drum" else 1
-    if strokes > 1:
-        n += int(strokes / float(params.get("rattle_rate_hz", 12.0)) * sample_rate)
-    return n
+    if family == "drum":
+        return drums.length(params, sample_rate)
+    return _ring_samples(family, list(params.get("decay_s", [1.0])), sample_rate)
