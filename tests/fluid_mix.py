@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +60,8 @@ class FluidMix:
     planned_s: np.ndarray      # the 112 planned strokes, timeline s
     start_s: float             # timeline time of the recording's first sample, s
     struck_s: np.ndarray       # when the drummer struck each stroke, timeline s
+    heard_s: dict = field(default_factory=dict)   # instrument → its note-ons + travel time,
+    #                               recording clock, s (FluidSynth sounds each a few ms later)
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,8 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav") -> FluidMix:
         mix *= 0.5 / float(np.abs(mix).max())
         sf.write(path, mix.astype(np.float32), SR, subtype="FLOAT")
         np.save(truth, first[0] + sound_starts(first[1], first[2]))
-    return FluidMix(path, np.load(truth), planned, float(start_tl), struck)
+    heard = {p.instrument: p.times_s + delay for p, (_, _, delay) in zip(parts, arrivals)}
+    return FluidMix(path, np.load(truth), planned, float(start_tl), struck, heard)
 
 
 def sound_starts(stem: np.ndarray, note_on_s: np.ndarray) -> np.ndarray:

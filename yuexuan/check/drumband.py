@@ -14,7 +14,7 @@ the memory of a block. In each block:
    spectrogram) of the low band (15–190 Hz) only: the drum's strokes stand out, the song's and
    the bells' onsets (higher, and harmonic) hardly count.
 4. **Candidates**: peaks of that strength (``scipy.signal.find_peaks``, ≥ 100 ms apart). Each keeps
-   its *timbre* — the dB rise of each percussive bin from 0 to 300 Hz across its onset — for the
+   its *timbre* — the dB rise of each percussive bin from 0 to 1 kHz across its onset — for the
    model of :mod:`yuexuan.check.drumfinder` to judge against the drum's own strokes.
 5. **Attack time**: a frame is 8 ms and its window 64 ms, too coarse to judge a shot by. The low
    band (30–250 Hz, 2nd-order zero-phase Butterworth: ``scipy.signal.sosfiltfilt``) is taken on
@@ -39,7 +39,7 @@ HOP = 128                       # STFT hop, samples (8 ms)
 HPSS_MAX_HZ = 1000.0            # HPSS and onset analysis use the bins below this
 HPSS_KERNEL = (31, 17)          # median filter lengths: 31 frames (248 ms) × 17 bins (266 Hz)
 STRENGTH_BAND_HZ = (15.0, 190.0)
-TIMBRE_MAX_HZ = 300.0
+TIMBRE_MAX_HZ = 1000.0
 TIMBRE_LAG = 3                  # frames either side of the onset frame the timbre's rise spans
 MIN_GAP_S = 0.1                 # peaks at least this far apart
 ATTACK_BAND_HZ = (30.0, 250.0)
@@ -56,7 +56,7 @@ class Candidates:
 
     time_s: np.ndarray          # attack time of each onset, s
     strength: np.ndarray        # its onset strength (low-band percussive flux, dB per bin)
-    timbre: np.ndarray          # (n, bins): dB rise of each percussive bin below 300 Hz
+    timbre: np.ndarray          # (n, bins): dB rise of each percussive bin below 1 kHz
     strength_t_s: np.ndarray    # time of each onset-strength frame, s
     strength_curve: np.ndarray  # the low-band percussive onset strength per frame
 

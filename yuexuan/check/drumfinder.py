@@ -9,7 +9,7 @@ cough. The drum is told from them by a model learnt from the recording itself:
    plan (:func:`yuexuan.check.onsets.align`); those that fall where the plan expects a stroke are
    the drum's own strokes, the seeds. The strongest half of them give the model.
 2. **Model.** The drum's *timbre*: the mean of the seeds' timbre vectors (the dB rise across the
-   onset of each percussive bin below 300 Hz), and their typical strength. A candidate's
+   onset of each percussive bin below 1 kHz), and their typical strength. A candidate's
    similarity is the cosine between its timbre and the model's.
 3. **Confidence** in [0, 1]: how strong (strength over the seeds' median, capped at 1) times how
    drum-like (its similarity placed between the other candidates' median similarity, 0, and the
