@@ -296,6 +296,11 @@ def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
     assert show.calls[1:] == [hub.calls["留"]]
     assert [ln.split(":")[0] for ln in hub.said if ln.startswith("shot")] == \
         ["shot 1", "shot 2", "shot 3"]
+    # the shooting cue's end announces the round (its roster had not loosed every arrow)
+    hub.cue_ended(lishou.cues[0])
+    assert [tuple(e) for e in hub.round_ends] == [(3, 1, 0, "右贤于左一奇")]
+    assert hub.said[-1].startswith("round 3 ends: 右 1 算, 左 0 算 — 右贤于左一奇")
+    assert order[-1] == "tally"
 
 
 def test_a_correction_is_judged_again_and_the_log_rewritten(tmp_path, ceremony, lishou):

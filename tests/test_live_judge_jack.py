@@ -157,8 +157,12 @@ def test_osc_shots_judged_heard_logged(jack_sync, lishou, ceremony, tmp_path):
     verdicts = inbox.of("/yuexuan/verdict")
     assert [v[2][0] for v in verdicts] == list(range(1, len(ARROWS) + 1)), diag()
     assert [v[2][7] for v in verdicts] == [a[4] for a in ARROWS]
-    checked, _ = _check_csv(log)
+    checked, done = _check_csv(log)
     assert [r["reason"] for r in checked] == [a[4] for a in ARROWS]
+    # the cue's end closes the round: the 释获者's announcement, the one check makes of the log
+    (final,) = [m[2] for m in inbox.of("/yuexuan/tally") if m[2][4] == 1]
+    assert f"round 3: 右 {final[1]} 算, 左 {final[2]} 算 — {final[3]}" in done.stderr
+    assert final[1:4] == [2, 0, "右贤于左一纯"] and "round 3 ends" in out
     assert [r["released"] for r in checked] == ["true" if a[4] == "释" else "false" for a in ARROWS]
     for v, r in zip(verdicts, checked):
         assert float(r["time"]) == pytest.approx(v[2][3], abs=1e-6)

@@ -230,6 +230,9 @@ def run(args) -> int:
     sys.setswitchinterval(0.0005)        # let the scheduler thread take the GIL promptly
     out = ports.Output(args.api, args.port)
     hooks = {} if notify is None else {"on_cue": notify.cue, "on_beat": notify.beat}
+    ended: queue.Queue = queue.Queue()      # cues ended, for the hub (on the main thread)
+    if judged:
+        hooks["on_cue_end"] = ended.put
     show = LiveShow(program, out.send, options, port_name=out.port_name, beats=timeline.beats,
                     **hooks)
     control = listener = hub = hits_port = None
@@ -265,6 +268,7 @@ def run(args) -> int:
                 break
             if cmd:
                 show.notice(show.command(cmd))
+            _cues_ended(ended, hub)
             now = time.monotonic()
             if now >= next_poll:
                 next_poll = now + PORT_POLL_S
@@ -301,6 +305,7 @@ def run(args) -> int:
                             if out.dropped else "")
           + ("" if show.realtime else "; scheduler ran without realtime priority"),
           file=sys.stderr)
+    _cues_ended(ended, hub)
     for line in hub.final_lines() if hub is not None else ():
         print(line, file=sys.stderr)
     if args.report:
@@ -314,6 +319,14 @@ def run(args) -> int:
         print("yuexuan play: interrupted; all notes off", file=sys.stderr)
         return 130
     return 0
+
+
+def _cues_ended(ended: queue.Queue, hub) -> None:
+    """Tell the hub of the cues that ended (a round's announcement when its cue ends). The
+    scheduler thread queues them: it holds the show's lock, which the hub's shots take after
+    their own."""
+    while hub is not None and not ended.empty():
+        hub.cue_ended(ended.get())
 
 
 def _report(show, summary) -> dict:

@@ -24,9 +24,9 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from yuexuan.check.judge import ShotError
+from yuexuan.check.judge import RoundEnd, ShotError
 from yuexuan.midi import osc
-from yuexuan.midi.live_calls import HUO
+from yuexuan.midi.live_calls import HUO, SHOOTING_KINDS
 
 SCREEN_LINES = 6            # latest verdict lines on the operator's screen
 
@@ -159,6 +159,23 @@ class Hub:
             self._say(f"corrected shot {j.number}: {archer}'s arrow {arrow} is {result}")
             self._tell(j)
             return j
+
+    def cue_ended(self, cue) -> None:
+        """A shooting cue has ended: the 释获者 announces each round judged in it whose roster had
+        not yet loosed every arrow (a rehearsal's part of a round, a round cut short)."""
+        if cue.kind not in SHOOTING_KINDS:
+            return
+        lo, hi = self.clock.ceremony_s(cue.start), self.clock.ceremony_s(cue.end)
+        with self._lock:
+            rounds = {int(r["round"]) for r in self.judge.rows if lo <= r["time"] <= hi}
+            done = {e.round for e in self.round_ends}
+            for t in self._tallies():
+                if t["round"] in rounds - done:
+                    self.round_ends.append(RoundEnd(t["round"], t["右"], t["左"],
+                                                    t["announcement"]))
+                    if self.out is not None:
+                        self.out.tally(t, True)
+                    self._say(tally_line(t, True) + f" ({cue.id} has ended)")
 
     def report_bad(self, why: str, arrival: float) -> None:
         with self._lock:
