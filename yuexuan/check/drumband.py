@@ -56,6 +56,7 @@ class Candidates:
 
     time_s: np.ndarray          # attack time of each onset, s
     strength: np.ndarray        # its onset strength (low-band percussive flux, dB per bin)
+    level: np.ndarray           # peak of its attack-band envelope (sample amplitude)
     timbre: np.ndarray          # (n, bins): dB rise of each percussive bin below 1 kHz
     strength_t_s: np.ndarray    # time of each onset-strength frame, s
     strength_curve: np.ndarray  # the low-band percussive onset strength per frame
@@ -86,12 +87,14 @@ def attack_envelope(y: np.ndarray) -> np.ndarray:
     return np.abs(signal.hilbert(low, N=n)[:len(low)]).astype(np.float32)
 
 
-def attack_times(env: np.ndarray, guess_s: np.ndarray) -> np.ndarray:
-    """Attack time (s, the block's clock) near each guess: walking back from the envelope's peak
-    in the search span to where it last rose through ``ATTACK_RISE`` of the way from the level
-    before the span (its median over 30 ms) to the peak. Hand-written: librosa's
-    ``onset_backtrack`` finds the minimum before a peak, not where the rise begins."""
+def attack_times(env: np.ndarray, guess_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Attack time (s, the block's clock) near each guess, and the envelope's peak there: walking
+    back from the envelope's peak in the search span to where it last rose through
+    ``ATTACK_RISE`` of the way from the level before the span (its median over 30 ms) to the
+    peak. Hand-written: librosa's ``onset_backtrack`` finds the minimum before a peak, not where
+    the rise begins."""
     out = np.array(guess_s, dtype=np.float64)
+    tops = np.zeros(len(out))
     lo_s, hi_s = ATTACK_SEARCH_S
     pre = int(0.03 * SR)
     for k, t in enumerate(out):
@@ -101,11 +104,12 @@ def attack_times(env: np.ndarray, guess_s: np.ndarray) -> np.ndarray:
             continue
         seg = env[i0:i1]
         peak = int(np.argmax(seg))
+        tops[k] = seg[peak]
         base = float(np.median(env[i0 - pre:i0]))
         level = base + ATTACK_RISE * (float(seg[peak]) - base)
         below = np.flatnonzero(seg[:peak + 1] < level)
         out[k] = (i0 + (int(below[-1]) + 1 if len(below) else 0)) / SR
-    return out
+    return out, tops
 
 
 def scan_block(y: np.ndarray, t0_s: float, core_s: tuple[float, float]) -> Candidates:
@@ -128,10 +132,10 @@ def scan_block(y: np.ndarray, t0_s: float, core_s: tuple[float, float]) -> Candi
     peaks = peaks[own]
     tb = _bins(0.0, TIMBRE_MAX_HZ)
     timbre = (db[tb, peaks + TIMBRE_LAG] - db[tb, peaks - TIMBRE_LAG]).T
-    times = attack_times(attack_envelope(y), frame_t[peaks] - t0_s) + t0_s
+    times, level = attack_times(attack_envelope(y), frame_t[peaks] - t0_s)
     keep = (frame_t >= core_s[0]) & (frame_t < core_s[1])
-    return Candidates(times, strength[peaks], timbre.astype(np.float32), frame_t[keep],
-                      strength[keep].astype(np.float32))
+    return Candidates(times + t0_s, strength[peaks], level, timbre.astype(np.float32),
+                      frame_t[keep], strength[keep].astype(np.float32))
 
 
 def _with_context(blocks: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, float, tuple]]:
@@ -162,10 +166,10 @@ def scan(path: str | Path, block_s: float = BLOCK_S) -> Candidates:
     parts = [scan_block(buf, t0, core)
              for buf, t0, core in _with_context(recording.iter_blocks(path, SR, block_s))]
     cat = {f: np.concatenate([getattr(p, f) for p in parts]) for f in
-           ("time_s", "strength", "timbre", "strength_t_s", "strength_curve")}
+           ("time_s", "strength", "level", "timbre", "strength_t_s", "strength_curve")}
     keep = distinct(cat["time_s"], cat["strength"])
-    return Candidates(cat["time_s"][keep], cat["strength"][keep], cat["timbre"][keep],
-                      cat["strength_t_s"], cat["strength_curve"])
+    return Candidates(cat["time_s"][keep], cat["strength"][keep], cat["level"][keep],
+                      cat["timbre"][keep], cat["strength_t_s"], cat["strength_curve"])
 
 
 def distinct(time_s: np.ndarray, strength: np.ndarray, gap_s: float = MIN_GAP_S / 2) -> np.ndarray:

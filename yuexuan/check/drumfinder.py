@@ -37,7 +37,8 @@ from yuexuan.check import drumband, onsets
 from yuexuan.errors import UserError
 
 THRESHOLD = 0.5      # confidence below which a stroke is doubtful
-KEEP = 0.2           # candidates below this confidence are not taken for strokes at all
+KEEP = 0.2           # candidates less drum-like than this are not taken for strokes at all
+LEVEL_SPAN_DB = 30.0  # a stroke this many dB below the drum's typical level has confidence 0
 SEED_FACTOR = 2      # seeds are sought among this many × the planned strokes, strongest first
 OFF_PLAN = 0.125     # × the beat gap: onsets farther than this from every heard plan stroke are
                      # the model's examples of what is not the drum
@@ -53,6 +54,7 @@ class DrumModel:
     axis: np.ndarray         # Fisher's discriminant: timbre · axis is the drum score
     score_drum: float        # the seeds' median score
     score_other: float       # the off-plan onsets' 99th percentile score
+    level: float             # the seeds' median attack-band peak (sample amplitude)
     seeds: np.ndarray        # candidate indices of the seeds
     others: np.ndarray       # candidate indices of the off-plan onsets
 
@@ -93,17 +95,25 @@ def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> Dr
     axis = fisher_axis(x[seeds], x[others])
     score = x @ axis
     other = float(np.percentile(score[others], 99)) if len(others) else 0.0
-    return DrumModel(axis, float(np.median(score[seeds])), other, seeds, others)
+    return DrumModel(axis, float(np.median(score[seeds])), other,
+                     float(np.median(c.level[seeds])), seeds, others)
 
 
-def confidence(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
-    """Each candidate's confidence that it is a 建鼓 stroke, in [0, 1] (step 3): its drum score
-    placed between the off-plan onsets' 99th percentile (0) and the seeds' median (1)."""
+def drum_like(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
+    """How drum-like each candidate's timbre is, in [0, 1]: its drum score placed between the
+    off-plan onsets' 99th percentile (0) and the seeds' median (1)."""
     score = c.timbre.astype(np.float64) @ model.axis
     span = model.score_drum - model.score_other
     if span <= 0:
         return np.where(score >= model.score_drum, 1.0, 0.0)
     return np.clip((score - model.score_other) / span, 0.0, 1.0)
+
+
+def loud(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
+    """How loud each candidate is against the drum's typical stroke, in [0, 1]: 1 at the seeds'
+    median level or above, falling by 1/``LEVEL_SPAN_DB`` per dB softer."""
+    db = 20.0 * np.log10(np.maximum(c.level, 1e-12) / max(model.level, 1e-12))
+    return np.clip(1.0 + db / LEVEL_SPAN_DB, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -119,8 +129,9 @@ class Found:
 def strokes(c: drumband.Candidates, plan: np.ndarray, start_s: float | None = None) -> Found:
     """The drum's strokes among the candidates and their alignment to ``plan`` (step 4)."""
     model = learn(c, plan, start_s)
-    conf = confidence(c, model)
-    kept = np.flatnonzero(conf >= KEEP)
+    like = drum_like(c, model)
+    conf = like * loud(c, model)
+    kept = np.flatnonzero(like >= KEEP)
     al = onsets.align(c.time_s[kept], plan, start_s)
     matched = np.zeros(len(kept), dtype=bool)
     matched[al.live_index] = True
