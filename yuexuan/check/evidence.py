@@ -122,44 +122,11 @@ def shot_evidence(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Ver
     return ShotEvidence(conf, depends & (doubtful_stroke | near_unheard))
 
 
-PROVISIONAL_THRESHOLD = 0.5
-
-
-def provisional_evidence(path, plan: np.ndarray, start_s: float | None) -> DrumEvidence:
-    """Strokes from :mod:`yuexuan.check.onsets` with a confidence from their onset strength: the
-    stroke's novelty peak over the median peak of the matched strokes (capped at 1), halved for a
-    stroke that matches no planned one. Threshold 0.5: under half a typical stroke's strength."""
-    from yuexuan.check import onsets
-    from yuexuan.errors import UserError
-
-    x, sr = onsets.read_audio(path)
-    found = onsets.detect_onsets(x, sr)
-    if not len(found):
-        raise UserError("no drum strokes found in the recording", file=str(path))
-    al = onsets.align(found, plan, start_s)
-    nov = onsets.novelty(x, sr)
-    del x
-    hop_s = max(1, int(round(onsets.HOP_S * sr))) / sr
-    t_rec = (np.arange(len(nov)) + 1) * hop_s              # nov[i] is the rise into frame i+1
-    from scipy import ndimage
-
-    reach = max(1, int(round(0.012 / hop_s)))              # the peak within ±12 ms of a stroke
-    wide = ndimage.maximum_filter1d(nov, 2 * reach + 1) if len(nov) else np.zeros(1)
-    frame = np.clip(np.round(np.sort(found) / hop_s).astype(np.intp) - 1, 0, len(wide) - 1)
-    peak = wide[frame]
-    ref = float(np.median(peak[al.live_index])) if len(al.live_index) else float(peak.max())
-    conf = np.clip(peak / ref, 0.0, 1.0) if ref > 0 else np.zeros(len(found))
-    extra = np.ones(len(found), dtype=bool)
-    extra[al.live_index] = False
-    conf[extra] *= 0.5
-    top = float(nov.max()) if len(nov) and nov.max() > 0 else 1.0
-    return DrumEvidence(al, conf, PROVISIONAL_THRESHOLD, t_rec + al.shift_s, nov / top,
-                        "provisional: onsets.detect_onsets, confidence from onset strength")
-
-
 def find_strokes(path, plan: np.ndarray, start_s: float | None) -> DrumEvidence:
-    """The drum finder behind ``check --beats-from``."""
-    return provisional_evidence(path, plan, start_s)
+    """The drum finder behind ``check --beats-from`` (:mod:`yuexuan.check.drumfinder`)."""
+    from yuexuan.check import drumfinder
+
+    return drumfinder.evidence(path, plan, start_s)
 
 
 def summary(ev: DrumEvidence) -> dict:
