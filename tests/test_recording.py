@@ -216,8 +216,6 @@ def test_the_phone_video_keeps_the_mix_sample_for_sample(phone_video):
     assert lag == 0
 
 
-@pytest.mark.xfail(reason="TEMPORARY until the full-mix drum finder (issue 14 item 1) lands",
-                   strict=False)
 def test_the_drum_is_found_in_the_phone_video(phone_video, tmp_path):
     """The same criteria as the WAV mix (issue 14): ≥ 110 of 112 strokes found, 95 % within 10 ms,
     at most 5 extra, every shot within ±30 ms of a true stroke released, every shot ≥ 200 ms off
