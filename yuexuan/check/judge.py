@@ -1,12 +1,13 @@
 """The live judge: shots judged one at a time as they arrive, exactly as ``check`` judges the log.
 
-:class:`Judge` holds the shots so far as the columns of text a shot log has (the same columns
-:mod:`yuexuan.check.shotlog` reads from a file) and, at each shot, validates them with
-:func:`yuexuan.check.shots.shots_from_columns` and judges them all again with
-:func:`yuexuan.check.shiho.evaluate` under the :class:`yuexuan.check.rules.Rules` that ``check``
-builds from the same options. So the verdict of shot *n* is, by construction, the verdict
-``check`` gives row *n* of the log of shots 1..n. Judging all again costs O(n) a shot:
-bench/bench_live_judge.py measures it (hundreds of shots a round).
+:class:`Judge` holds the shots so far as a shot log's rows, each validated and coded by the
+reader's own code as it arrives (:class:`yuexuan.check.shotcolumns.ShotColumns`), and at each shot
+judges them all again with :func:`yuexuan.check.shiho.evaluate` under the
+:class:`yuexuan.check.rules.Rules` that ``check`` builds from the same options. So the verdict of
+shot *n* is, by construction, the verdict ``check`` gives row *n* of the log of shots 1..n (a later
+shot may change an earlier verdict — a partner's rank, an arrow's number under ``--own-jie`` — and
+is then reported as revised). Judging all again is whole-array numpy, O(n) a shot:
+bench/bench_live_judge.py measures it over hundreds of shots.
 
 An arrow is reported in two moments (docs/play.md): :meth:`Judge.loose` when it leaves the
 string, :meth:`Judge.shot` when it has landed. The judged time of a shot is the time of its
@@ -32,11 +33,11 @@ import numpy as np
 
 from yuexuan.check import report, shiho
 from yuexuan.check.rules import Rules
-from yuexuan.check.shotlog import FIELDS, Columns
-from yuexuan.check.shots import RANKS, RESULTS, shots_from_columns
+from yuexuan.check.shotcolumns import ShotColumns, changed, row_at
+from yuexuan.check.shotlog import FIELDS
+from yuexuan.check.shots import RANKS, RESULTS
 from yuexuan.errors import UserError
 
-LIVE_PATH = "live"                 # the "file" named in a live shot's error
 DECIMALS = report.DECIMALS         # judged times rounded as the log writes them (microseconds)
 ZHENG_RESULTS = ("留", "扬", "方")  # the 公's misses the 大射正 calls (「下曰留，上曰扬，左右曰方」)
 
@@ -106,16 +107,16 @@ class Judge:
     """Shots judged incrementally by ``check``'s rules (see the module's docstring)."""
 
     def __init__(self, rules: Rules, rosters: dict | None = None, known_only: bool = True):
-        """``rosters``: round → {archer: RosterEntry} (default :func:`round_rosters` is the
-        caller's to give; None = no roster, no round end). ``known_only``: refuse an archer
-        found in no roster (when there is one)."""
+        """``rosters``: round → {archer: RosterEntry} (:func:`round_rosters`; None = no roster,
+        no round end). ``known_only``: refuse an archer found in no roster (when there is one)."""
         self.rules = rules
         self.rosters = rosters or {}
         self.known = {a for r in self.rosters.values() for a in r}
         self.known_only = known_only and bool(self.known)
-        self._columns = {name: [] for name in FIELDS}
+        self._log = ShotColumns()
         self._pending: dict = {}           # archer → deque of loose times (timeline s)
-        self._rows: list = []              # the last verdict row of every shot
+        self._rows: list = []              # the latest verdict row of every shot
+        self._arrows: dict = {}            # (round, archer) → shots so far
         self._ended: set = set()           # rounds announced
         self.verdict: shiho.Verdict | None = None
 
@@ -126,13 +127,6 @@ class Judge:
     def rows(self) -> list:
         """Every shot's row so far (``check --format csv`` columns), latest verdicts."""
         return list(self._rows)
-
-    def entry(self, archer: str) -> RosterEntry | None:
-        """The roster's rank, role and pair of ``archer`` (first round found), or None."""
-        for r in sorted(self.rosters):
-            if archer in self.rosters[r]:
-                return self.rosters[r][archer]
-        return None
 
     def _unknown(self, archer: str) -> ShotError | None:
         if self.known_only and archer not in self.known:
@@ -170,15 +164,14 @@ class Judge:
         time_s = loose_s if loose_s is not None else round(float(arrival_s), DECIMALS)
         row = {name: _text(fields.get(name)) for name in FIELDS}
         row["time"] = repr(float(time_s))
-        try:        # this row alone first: an error names its field, and nothing is kept
-            shots_from_columns(Columns(LIVE_PATH, {k: [v] for k, v in row.items()},
-                                       np.array([1], dtype=np.int64)))
+        try:
+            self._log.append(row)
         except UserError as exc:
             return ShotError(exc.message.removeprefix("row 1: "), exc.key)
         if queue:
             queue.popleft()
-        for name in FIELDS:
-            self._columns[name].append(row[name])
+        key = (self._log.shots_round(-1), archer)
+        self._arrows[key] = self._arrows.get(key, 0) + 1
         return self._judge_all(len(self._rows), loose_s)
 
     def correct(self, archer: str, arrow: int, result: str,
@@ -189,82 +182,60 @@ class Judge:
         JudgedShot is the corrected one's (``revised``: the others it changed; no round end).
         The caller rewrites the log (:meth:`yuexuan.check.logwriter.ShotLogWriter.rewrite`)."""
         archer = archer.strip()
-        mine = [i for i, a in enumerate(self._columns["archer"]) if a.strip() == archer]
+        text = self._log.text
+        mine = [i for i, r in enumerate(text) if r["archer"].strip() == archer]
         if not mine:
             return ShotError(f"no shot of {archer!r} to correct", "archer")
-        rounds = self._rounds()
-        latest = rounds[mine[-1]]
-        in_round = sorted((i for i in mine if rounds[i] == latest),
-                          key=lambda i: float(self._columns["time"][i]))
+        latest = self._log.shots_round(mine[-1])
+        in_round = sorted((i for i in mine if self._log.shots_round(i) == latest),
+                          key=lambda i: float(text[i]["time"]))
         if not 1 <= arrow <= len(in_round):
             return ShotError(f"{archer} has {len(in_round)} shot(s) in round {latest}, not an "
                              f"arrow {arrow}", "arrow")
         i = in_round[arrow - 1]
-        row = {name: self._columns[name][i] for name in FIELDS}
-        row["result"] = result.strip()
+        row = dict(text[i], result=result.strip())
         if row["result"] in ZHENG_RESULTS + ("不中",):
             row["target"] = ""
         elif target is not None:
             row["target"] = target.strip()
         try:
-            shots_from_columns(Columns(LIVE_PATH, {k: [v] for k, v in row.items()},
-                                       np.array([1], dtype=np.int64)))
+            self._log.replace(i, row)
         except UserError as exc:
             return ShotError(exc.message.removeprefix("row 1: "), exc.key)
-        for name in ("result", "target"):
-            self._columns[name][i] = row[name]
         return self._judge_all(i, None, added=False)
-
-    def _rounds(self) -> list:
-        """Each shot's round (int; an empty round is 3, as in the shot log)."""
-        return [int(r) if str(r).strip() else 3 for r in self._columns["round"]]
 
     def _judge_all(self, index: int, loose_s: float | None, added: bool = True) -> JudgedShot:
         """Judge every shot again; the JudgedShot of shot ``index`` (0-based)."""
-        n = len(self._columns["time"])
-        shots = shots_from_columns(Columns(LIVE_PATH, self._columns,
-                                           np.arange(1, n + 1, dtype=np.int64)))
+        shots = self._log.shots()
         bound = self.rules.bound_strokes(shots.round, shots.archers, shots.time)
         verdict = shiho.evaluate_shots(shots, self.rules.plan_s, 0.0, self.rules.settings, bound)
+        moved = [int(k) for k in changed(self.verdict, verdict) if k != index]
         self.verdict = verdict
-        names = report.fields_out(None)
-        rows = [dict(zip(names, r)) for r in zip(*report.shot_columns(shots, verdict))]
-        revised = tuple((k + 1, rows[k]) for k in range(len(self._rows))
-                        if k != index and rows[k] != self._rows[k])
-        self._rows = rows
-        last = index
-        rank, result = RANKS[shots.rank[last]], RESULTS[shots.result[last]]
+        if added:
+            self._rows.append(None)
+        for k in moved + [index]:
+            self._rows[k] = row_at(shots, verdict, k)
+        revised = tuple((k + 1, self._rows[k]) for k in moved)
+        rank, result = RANKS[shots.rank[index]], RESULTS[shots.result[index]]
         # the 获者 calls by the whole log (a partner's rank decides the 侯), as compile --shots does
         huo = bool(shiho.huo_called(shots.rank, shots.target, shots.result, shots.pair,
-                                    self.rules.settings)[last])
-        warnings = self._fifth_arrow(shots, last)
-        return JudgedShot(last + 1, rows[last], bool(verdict.released[last]),
-                          shiho.REASONS[verdict.reason[last]], huo,
+                                    self.rules.settings)[index])
+        round_ = int(shots.round[index])
+        arrows = self._arrows.get((round_, shots.archers[index]), 0)
+        warnings = ((f"{shots.archers[index]} looses {arrows} arrows in round {round_}; an "
+                     "archer has four (乘矢)",) if added and arrows > shiho.MAX_ARROWS else ())
+        return JudgedShot(index + 1, self._rows[index], bool(verdict.released[index]),
+                          shiho.REASONS[verdict.reason[index]], huo,
                           result if rank == "公" and result in ZHENG_RESULTS else None,
                           loose_s, verdict.tallies, revised,
-                          self._round_end(shots, verdict, int(shots.round[last])) if added
-                          else None, warnings if added else ())
+                          self._round_end(verdict, round_) if added else None, warnings)
 
-    def _fifth_arrow(self, shots, last: int) -> tuple:
-        """A warning when the latest shot is its archer's fifth or later arrow of the round."""
-        same = (shots.round == shots.round[last]) & (
-            np.array(shots.archers, dtype=object) == shots.archers[last])
-        k = int(same.sum())
-        if k <= shiho.MAX_ARROWS:
-            return ()
-        return (f"{shots.archers[last]} looses {k} arrows in round {int(shots.round[last])}; "
-                "an archer has four (乘矢)",)
-
-    def _round_end(self, shots, verdict, round_: int) -> RoundEnd | None:
+    def _round_end(self, verdict, round_: int) -> RoundEnd | None:
         """The round's announcement, once, when every archer of its roster has four arrows."""
         roster = self.rosters.get(round_)
         if not roster or round_ in self._ended:
             return None
-        in_round = shots.round == round_
-        names, counts = np.unique(np.array(shots.archers, dtype=object)[in_round].astype(str),
-                                  return_counts=True)
-        loosed = dict(zip(names.tolist(), counts.tolist()))
-        if any(loosed.get(a, 0) < shiho.MAX_ARROWS for a in roster):
+        if any(self._arrows.get((round_, a), 0) < shiho.MAX_ARROWS for a in roster):
             return None
         self._ended.add(round_)
         tally = next((t for t in verdict.tallies if t["round"] == round_), None)
