@@ -4,6 +4,7 @@ calls taken from the compiled timeline, the show's position through a hold, and 
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -351,3 +352,32 @@ def test_screen_shows_the_latest_verdicts(lishou):
     text = operator.render(status, judged=("shot 1: 1106.500 s 上耦上射 … 算 释",
                                           "round 3: 右 1 算, 左 0 算 — 右贤于左一奇"))
     assert "右贤于左一奇" in text and text.index("shot 1") < text.index("out: rec")
+
+
+# -- user mistakes: one line on stderr, exit 2, before any MIDI port is opened -----------------
+@pytest.mark.parametrize("extra, says", [
+    (["--shots-log", "x.csv"], "--shots-log needs"),
+    (["--osc", "99999"], "port must be 1..65535"),
+    (["--osc", "9000", "--osc-out", "9001"], "expected HOST:PORT"),
+    (["--osc", "{free}", "--shots-log", "{dir}"], "cannot open the shot log"),
+    (["--osc", "{busy}"], "cannot listen for OSC"),
+    (["--osc", "{free}", "--tolerance", "-1"], "--tolerance"),
+])
+def test_live_judging_user_errors(extra, says, tmp_path):
+    import subprocess
+    import sys
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as free:
+        free.bind(("127.0.0.1", 0))
+        free_port = free.getsockname()[1]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        extra = [a.format(dir=tmp_path, busy=busy.getsockname()[1], free=free_port)
+                 for a in extra]
+        p = subprocess.run([sys.executable, "-m", "yuexuan", "play", str(DASHE), "--cues",
+                            "lishou", "--api", "jack", *extra], capture_output=True, text=True,
+                           timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL,
+                           env={**os.environ, "JACK_NO_START_SERVER": "1",
+                                "JACK_DEFAULT_SERVER": "yx-none"})
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert lines[0].startswith("yuexuan play: ") and says in lines[0]

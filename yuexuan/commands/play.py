@@ -23,6 +23,15 @@ from yuexuan.errors import UserError
 PORT_POLL_S = 0.5       # how often the output port is looked for (loss and return)
 SCREEN_S = 0.2          # status screen refresh period
 RT_PRIORITY = 5         # SCHED_FIFO priority of the scheduler thread: below JACK's (10+)
+LIVE_JUDGING_OPTIONS = (   # (flag, metavar, help) of live judging (docs/play.md, "Live judging")
+    ("--osc", "[HOST:]PORT", "listen for OSC over UDP (default host 127.0.0.1): shots judged live "
+     "(/yuexuan/loose, /yuexuan/shot) and show control (/yuexuan/go, stop, hold, resume, panic); "
+     "see docs/play.md"),
+    ("--osc-out", "HOST:PORT", "send OSC there: /yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, "
+     "/yuexuan/tally"),
+    ("--shots-log", "FILE", "append every shot judged live to FILE (check --format csv columns, "
+     "one fsynced row a shot)"),
+)
 
 
 def add_arguments(p) -> None:
@@ -66,16 +75,8 @@ def add_arguments(p) -> None:
                         f"priority {RT_PRIORITY} and stays normal where that is not allowed)")
     p.add_argument("--report", metavar="FILE.json",
                    help="write the run's timing report and cue anchors as JSON")
-    p.add_argument("--osc", metavar="[HOST:]PORT",
-                   help="listen for OSC over UDP (default host 127.0.0.1): shots judged live "
-                        "(/yuexuan/loose, /yuexuan/shot) and show control (/yuexuan/go, stop, hold, "
-                        "resume, panic); see docs/play.md")
-    p.add_argument("--osc-out", metavar="HOST:PORT",
-                   help="send OSC there: /yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, "
-                        "/yuexuan/tally")
-    p.add_argument("--shots-log", metavar="FILE",
-                   help="append every shot judged live to FILE (check --format csv columns, "
-                        "one fsynced row a shot)")
+    for flag, metavar, text in LIVE_JUDGING_OPTIONS:
+        p.add_argument(flag, metavar=metavar, help=text)
     p.add_argument("--hits-midi", metavar="PORT",
                    help="a hit sensor: the MIDI input whose name contains PORT sends a note per hit "
                         "on a 侯 (the cue sheet's [hits_midi] note map); judged live like --osc "
@@ -103,11 +104,10 @@ def program_for(args, judged: bool = False):
     return build_program(tl, messages, None, args.from_s, args.until_s), tl, calls
 
 
-def _judging(args, selection, calls, show, commands, notify):
-    """The live judging hub for ``--osc`` (None without it): the Judge on the whole ceremony's
-    timeline and rules, the log, OSC out."""
+def _live_judge(args, selection):
+    """For live judging: the Judge on the whole ceremony's timeline with ``check``'s rules, and
+    the clock from the selection's seconds to the ceremony's."""
     from yuexuan.check.judge import Judge, round_rosters
-    from yuexuan.check.logwriter import ShotLogWriter
     from yuexuan.midi import judging
 
     source = data_source(args)
@@ -117,11 +117,19 @@ def _judging(args, selection, calls, show, commands, notify):
     # numpy's first calls in the judge take ~20 ms: spent here on a throwaway, not on the first hit
     Judge(rules, None).shot({"archer": "-", "rank": "士", "role": "上射", "target": "干",
                              "result": "贯"}, 0.0)
-    log = ShotLogWriter(args.shots_log) if args.shots_log else None
-    if log is not None and log.repaired:
+    return judge, judging.ceremony_clock(selection, ceremony)
+
+
+def _shots_log(args):
+    """``--shots-log``'s writer (None without it); a repaired file is said on stderr."""
+    if not args.shots_log:
+        return None
+    from yuexuan.check.logwriter import ShotLogWriter
+
+    log = ShotLogWriter(args.shots_log)
+    if log.repaired:
         print(f"yuexuan play: {args.shots_log}: {log.repaired}", file=sys.stderr)
-    return judging.Hub(judge, show, judging.ceremony_clock(selection, ceremony), calls, log,
-                       notify, commands.put)
+    return log
 
 
 def _print_ports(api: str) -> None:
@@ -223,19 +231,30 @@ def run(args) -> int:
     notify = (osc.OscOut(*osc.host_port(args.osc_out, "--osc-out", need_host=True))
               if args.osc_out else None)
     program, timeline, calls = program_for(args, judged)
+    judge, clock = _live_judge(args, timeline) if judged else (None, None)
     options = live.ShowOptions(auto=args.auto, from_s=program.from_s, until_s=program.until_s,
                                clock=args.clock, clock_beat_s=clock_beat_s,
                                mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
                                rt_priority=None if args.no_realtime else RT_PRIORITY)
     sys.setswitchinterval(0.0005)        # let the scheduler thread take the GIL promptly
-    out = ports.Output(args.api, args.port)
+    hub = listener = None
+    log = _shots_log(args)               # the log and the OSC port before the MIDI port
+    try:
+        if listen is not None:           # started once the hub is there
+            listener = osc.OscListener(*listen, lambda record: hub.deliver(record))
+        out = ports.Output(args.api, args.port)
+    except BaseException:
+        for opened in (log, listener):
+            if opened is not None:
+                opened.close()
+        raise
     hooks = {} if notify is None else {"on_cue": notify.cue, "on_beat": notify.beat}
     ended: queue.Queue = queue.Queue()      # cues ended, for the hub (on the main thread)
     if judged:
         hooks["on_cue_end"] = ended.put
     show = LiveShow(program, out.send, options, port_name=out.port_name, beats=timeline.beats,
                     **hooks)
-    control = listener = hub = hits_port = None
+    control = hits_port = None
     commands: queue.Queue = queue.Queue()
     term = None
     old_term = signal.signal(signal.SIGTERM, _on_term)
@@ -245,9 +264,9 @@ def run(args) -> int:
             control = ports.Input(args.api, args.control,
                                   lambda data: show.midi_in(data, go_trigger, stop_trigger))
         if judged:
-            hub = _judging(args, timeline, calls, show, commands, notify)
-        if listen is not None:
-            listener = osc.OscListener(*listen, hub.deliver)
+            from yuexuan.midi.judging import Hub
+            hub = Hub(judge, show, clock, calls, log, notify, commands.put)
+        if listener is not None:
             listener.start()
         if args.hits_midi:
             from yuexuan.midi import hits
@@ -292,8 +311,8 @@ def run(args) -> int:
             if control is not None:
                 control.close()
             out.close()
-            if hub is not None and hub.log is not None:
-                hub.log.close()
+            if log is not None:
+                log.close()
             if term is not None:
                 term.show(show.status(), hub)
                 term.close()
