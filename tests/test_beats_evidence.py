@@ -26,7 +26,7 @@ from yuexuan.cli import main
 from yuexuan.compiler import compile_file
 
 SVG = "{http://www.w3.org/2000/svg}"
-SOFT, GONE = 40, 60          # indices of the soft stroke and the stroke not played
+SOFT, GONE = 40, 62          # the soft stroke (下耦上射's 4th) and the one not played (卿甲's 1st)
 SOFT_GAIN = 0.1              # the soft stroke's amplitude against the others (−20 dB)
 
 
@@ -164,6 +164,23 @@ def test_plot_passes_the_nu_checker(outputs):
     r = subprocess.run(["java", "-jar", str(jar), "--svg", "--errors-only",
                         str(outputs / "drum.svg")], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr
+
+
+def test_own_jie_doubts_only_the_shots_own_stroke(capsys, recording, tmp_path):
+    """--own-jie: 下耦上射's fourth arrow belongs to the soft stroke (released, uncertain); 卿甲's
+    first to the stroke not played (refused, uncertain); a stranger loosing at that same moment has
+    no stroke of his own (refused by the rule, not by what was heard: certain)."""
+    path, truth, start = recording
+    rows = [f"{truth[k] + 0.005:.4f},下耦上射,士,上射,干,贯,下耦,3" for k in (34, 36, 38, SOFT)]
+    rows += [f"{truth[GONE]:.4f},卿甲,卿,上射,参,贯,,3", f"{truth[GONE]:.4f},客,士,上射,干,贯,,3"]
+    log = tmp_path / "own.csv"
+    log.write_text("time,archer,rank,role,target,result,pair,round\n" + "\n".join(rows) + "\n",
+                   encoding="utf-8")
+    assert main(["check", CUES, str(log), "--own-jie", "--format", "json", "--beats-from",
+                 str(path), "--audio-start", f"{start}"]) == 0
+    shots = json.loads(capsys.readouterr().out)["shots"]
+    assert [s["released"] for s in shots] == [True] * 4 + [False, False]
+    assert [s["uncertain"] for s in shots] == [False] * 3 + [True, True, False]
 
 
 def test_evidence_options_need_a_recording(capsys, log, tmp_path):

@@ -65,17 +65,18 @@ def stroke_rows(ev: DrumEvidence, plan: np.ndarray) -> list[StrokeRow]:
     return [StrokeRow(opt(planned[i]), opt(heard[i]), opt(conf[i])) for i in order.tolist()]
 
 
-def missed_strokes_heard_at(ev: DrumEvidence, plan: np.ndarray) -> np.ndarray:
-    """Where each planned stroke that was not heard would have been heard (timeline s): the plan
-    mapped through the matched pairs (linear between them, constant drift beyond)."""
+def missed_strokes_heard_at(ev: DrumEvidence, plan: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The planned strokes that were not heard (timeline s, ascending) and where each would have
+    been heard: the plan mapped through the matched pairs (linear between them, constant drift
+    beyond)."""
     al = ev.alignment
     missed = np.ones(len(plan), dtype=bool)
     missed[al.plan_index] = False
     if not len(al.plan_index):
-        return plan[missed]
+        return plan[missed], plan[missed]
     p = plan[al.plan_index]
     drift = al.live_s[al.live_index] - p
-    return plan[missed] + np.interp(plan[missed], p, drift)
+    return plan[missed], plan[missed] + np.interp(plan[missed], p, drift)
 
 
 class ShotEvidence(NamedTuple):
@@ -98,8 +99,10 @@ def rests_on_drum(shots: Shots, settings: shiho.Settings) -> np.ndarray:
 
 
 def shot_evidence(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Verdict,
-                  settings: shiho.Settings) -> ShotEvidence:
-    """The confidence behind each verdict and the uncertain marks."""
+                  settings: shiho.Settings, own_s: np.ndarray | None = None) -> ShotEvidence:
+    """The confidence behind each verdict and the uncertain marks. ``own_s`` (``--own-jie``): the
+    planned stroke of each shot's own 节 (timeline s, NaN: none); then only that stroke, not
+    heard, casts doubt on a refusal."""
     live = ev.alignment.live_s
     n = len(shots)
     conf = np.full(n, np.nan)
@@ -112,13 +115,18 @@ def shot_evidence(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Ver
         conf[np.flatnonzero(has)[same]] = ev.confidence[k[same]]
     depends = rests_on_drum(shots, settings)
     doubtful_stroke = v.on_beat & ~(conf >= ev.threshold)           # NaN counts as doubtful
-    unheard = missed_strokes_heard_at(ev, plan)
+    unheard, unheard_at = missed_strokes_heard_at(ev, plan)
     reach = MISSED_REACH * settings.tolerance_s
-    if len(unheard):
-        d = np.abs(np.subtract.outer(v.clock_s, unheard)).min(axis=1)
+    near_unheard = np.zeros(n, dtype=bool)
+    if own_s is not None:                       # the shot's own stroke, planned but not heard
+        k = np.searchsorted(unheard, own_s)
+        k = np.clip(k, 0, max(len(unheard) - 1, 0))
+        if len(unheard):
+            near_unheard = (~v.on_beat & (unheard[k] == own_s)
+                            & (np.abs(v.clock_s - unheard_at[k]) <= reach))
+    elif len(unheard):
+        d = np.abs(np.subtract.outer(v.clock_s, unheard_at)).min(axis=1)
         near_unheard = ~v.on_beat & (d <= reach)
-    else:
-        near_unheard = np.zeros(n, dtype=bool)
     return ShotEvidence(conf, depends & (doubtful_stroke | near_unheard))
 
 

@@ -75,13 +75,13 @@ def run(args) -> int:
         raise UserError("round-3 shots need 射节 beats, but the timeline has none"
                         + (f" for cue {args.cue!r}" if args.cue else " (no cue of kind shejie)"),
                         file=args.cues)
-    bound = judging.bound_strokes(shots.round, shots.archers, shots.time + offset)
+    bound = own = judging.bound_strokes(shots.round, shots.archers, shots.time + offset)
     if bound is not None and alignment is not None:
-        bound = ownjie.live_strokes(bound, plan, alignment)
+        bound = ownjie.live_strokes(own, plan, alignment)
     verdict = shiho.evaluate_shots(shots, beats, offset, settings, bound)
     proof = None
     if found is not None:
-        proof = evidence.shot_evidence(found, plan, shots, verdict, settings)
+        proof = evidence.shot_evidence(found, plan, shots, verdict, settings, own)
         drum["uncertain_rows"] = (np.flatnonzero(proof.uncertain) + 1).tolist()
         _write_evidence(args, found, plan, shots, verdict, proof, settings)
     warnings = list(shots.warnings) + [
