@@ -100,16 +100,20 @@ def test_listener_delivers_every_datagram_and_survives_bad_ones():
         before = time.monotonic()
         client = SimpleUDPClient(host, port)
         client.send_message("/yuexuan/loose", ["宾"])
-        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"garbage", (host, port))
+        raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        raw.sendto(b"garbage", (host, port))
+        raw.sendto(b"/yuexuan/shot\x00\x00\x00,s\x00\x00\xff\xfe\x00\x00", (host, port))  # not UTF-8
+        raw.close()
         client.send_message("/yuexuan/shot", ["boom", "士", "上射", "干", "贯"])
         client.send_message("/yuexuan/go", [])
         assert done.wait(5)
     finally:
         listener.close()
     kinds = [type(r).__name__ for r in got]
-    assert kinds == ["Loose", "Bad", "Shot", "Bad", "Command"], got
+    assert kinds == ["Loose", "Bad", "Bad", "Shot", "Bad", "Command"], got
     assert "not an OSC message (7 bytes" in got[1].why
-    assert "handler failed" in got[3].why                     # reported, the listener goes on
+    assert "does not parse" in got[2].why
+    assert "handler failed" in got[4].why                     # reported, the listener goes on
     assert all(before <= r.arrival <= time.monotonic() for r in got)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import select
@@ -241,6 +242,10 @@ def run(args) -> int:
     log = _shots_log(args)               # the log and the OSC port before the MIDI port
     try:
         if listen is not None:           # started once the hub is there
+            # python-osc logs odd datagrams with logging.warning on the root logger, which would
+            # print over the operator's screen (an argument of an unknown type is dropped, and
+            # the message then reported as bad for its count)
+            logging.getLogger().addHandler(logging.NullHandler())
             listener = osc.OscListener(*listen, lambda record: hub.deliver(record))
         out = ports.Output(args.api, args.port)
     except BaseException:

@@ -18,6 +18,7 @@ sender does raises. Out (:class:`OscOut`, python-osc's :class:`~pythonosc.udp_cl
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -153,6 +154,11 @@ class _Server(BlockingOSCUDPServer):
                         f"{client_address[0]})", self.arrival))
         return False
 
+    def handle_error(self, request, client_address) -> None:
+        """socketserver prints a traceback here; a datagram that breaks is reported instead."""
+        self.on_bad(Bad(f"a datagram from {client_address[0]} could not be handled "
+                        f"({sys.exc_info()[1]!r})", self.arrival))
+
 
 class _Dispatcher(Dispatcher):
     """Every message to one handler, with the datagram's arrival; a packet that does not parse
@@ -167,7 +173,7 @@ class _Dispatcher(Dispatcher):
         arrival = self.server.arrival
         try:
             packet = osc_packet.OscPacket(data)
-        except osc_packet.ParseError as exc:
+        except (osc_packet.ParseError, ValueError) as exc:     # ValueError: a string not UTF-8
             self.deliver(Bad(f"OSC packet that does not parse ({exc})", arrival))
             return []
         for timed in packet.messages:
@@ -197,6 +203,8 @@ class OscListener:
             try:
                 deliver(record)
             except Exception as exc:          # noqa: BLE001 — the show must go on
+                if isinstance(record, Bad):
+                    return                    # reporting itself failed: nothing more to do
                 deliver(Bad(f"could not handle {type(record).__name__.lower()}: {exc!r}",
                             record.arrival))
         return safe
