@@ -67,15 +67,6 @@ class Membrane:
                         self.upper_decay_exponent, self.upper_slope_db, self.click)
 
 
-def contact_spectrum(f_hz, contact_s: float):
-    """|F(f)| / F(0) of a half-sine force pulse lasting ``contact_s``: flat below ~1/(2·contact),
-    first zero at 1.5/contact, then falling 12 dB/octave."""
-    x = 2.0 * np.asarray(f_hz, dtype=np.float64) * contact_s
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.abs(np.cos(0.5 * np.pi * x) / (1.0 - x * x))
-    return np.where(np.abs(1.0 - x * x) < 1e-9, np.pi / 4, s)
-
-
 def _contact_s(m: Membrane, velocity: int) -> float:
     """Softer strokes stay longer on the head (INFERENCE: up to 1.6 × at the softest)."""
     return m.contact_ms * 1e-3 * (1.0 + 0.6 * (1.0 - velocity / 127.0))
