@@ -199,6 +199,8 @@ def test_position_runs_with_the_show_and_stands_still_while_held(lishou):
         show.resume()
         assert show.timeline_s(time.monotonic()) == pytest.approx(frozen, abs=0.01)
         assert show.done.wait(10)
+        ended = show.timeline_s(time.monotonic())                # the run has ended: it stands
+        assert ended >= 16.0 and show.timeline_s(time.monotonic() + 60) == ended
     finally:
         show.shutdown()
     # the 射节 strokes of the window went to on_beat at their times, after the hold too

@@ -37,6 +37,7 @@ class LiveShow(live.Show):
             self._beats.setdefault(b.cue, []).append(b)
         self._on_cue, self._on_cue_end, self._on_beat = on_cue, on_cue_end, on_beat
         self._calls_gen = 0
+        self._stood_s: float | None = None   # where the last run stopped (END, CUT, PANIC), s
 
     # -- where the show stands ---------------------------------------------------------------------
     def now(self) -> float:
@@ -44,13 +45,14 @@ class LiveShow(live.Show):
         return self._clock()
 
     def timeline_s(self, at: float) -> float | None:
-        """The selection's timeline time (s) of monotonic instant ``at``: frozen while held; between
-        cues (operator mode) it runs on from the last cue's anchor; None before the first start."""
+        """The selection's timeline time (s) of monotonic instant ``at``: frozen while held;
+        waiting for a GO (or after the end, or a PANIC) it stands where the last cue stopped, as
+        the music does; None before the first start."""
         with self._lock:
             run = self._run
             if run is not None:
                 return (run.held_since if run.held_since is not None else at) - run.anchor
-            return at - self.anchors[-1][1] if self.anchors else None
+            return self._stood_s
 
     # -- live calls ----------------------------------------------------------------------------------
     def sound_call(self, events) -> bool:
@@ -90,6 +92,8 @@ class LiveShow(live.Show):
     def panic(self) -> str:
         with self._lock:
             self._drop_calls()
+            if self._run is not None:
+                self._stood_s = self.timeline_s(self._clock())
             return super().panic()
 
     # -- hooks -----------------------------------------------------------------------------------------
@@ -119,5 +123,7 @@ class LiveShow(live.Show):
             if current and p.kind == Kind.START:
                 self._on_cue(self._cue(p.cue))
             elif current and p.kind in (Kind.END, Kind.CUT):
+                if self._run is None:
+                    self._stood_s = p.t
                 self._on_cue_end(self._cue(p.cue))
             return sent
