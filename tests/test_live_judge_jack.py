@@ -183,6 +183,9 @@ def test_osc_shots_judged_heard_logged(jack_sync, lishou, ceremony, tmp_path):
     hits = [t for t, (archer, dt, result, *_) in zip([s[0] for s in sent], ARROWS)
             if result == "贯"]
     assert len(gongs) == len(hits) == len(shangs), (gongs, hits, diag())
+    lag_ms = [round(1000 * (g - t), 2) for t, g in zip(hits, gongs)]
+    print(f"shot sent → 获 call's 宫 on the recorder: {lag_ms} ms; the player's own "
+          f"arrival → first call message sent: {summary['call_lag_ms']} ms; {diag()}")
     for t_shot, t_gong, t_shang in zip(hits, gongs, shangs):
         assert 0 <= t_gong - t_shot < 1.0
         assert t_shang - t_gong == pytest.approx(shang.time - gong.time, abs=0.01)
