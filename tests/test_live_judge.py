@@ -308,6 +308,9 @@ def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
     assert [tuple(e) for e in hub.round_ends] == [(3, 1, 0, "右贤于左一奇")]
     assert hub.said[-1].startswith("round 3 ends: 右 1 算, 左 0 算 — 右贤于左一奇")
     assert order[-1] == "tally"
+    screen = hub.screen()             # the latest verdicts, then each round's tally
+    assert screen[-1] == "round 3 ends: 右 1 算, 左 0 算 — 右贤于左一奇"
+    assert [ln[:6] for ln in screen[:3]] == ["shot 1", "shot 2", "shot 3"]
 
 
 def test_a_correction_is_judged_again_and_the_log_rewritten(tmp_path, ceremony, lishou):

@@ -183,7 +183,7 @@ class _Terminal:
     def show(self, status, hub=None) -> None:
         """Draw the screen (with the hub's latest verdicts), or print what changed, one a line."""
         if self.tty:
-            judged = tuple(hub.screen) if hub is not None else ()
+            judged = tuple(hub.screen()) if hub is not None else ()
             sys.stdout.write("\x1b[H\x1b[2J" + operator.render(status, judged=judged) + "\n")
             sys.stdout.flush()
             return

@@ -28,7 +28,7 @@ from yuexuan.check.judge import RoundEnd, ShotError
 from yuexuan.midi import osc
 from yuexuan.midi.live_calls import HUO, SHOOTING_KINDS
 
-SCREEN_LINES = 6            # latest verdict lines on the operator's screen
+SCREEN_LINES = 6            # latest verdicts (and bad messages) on the operator's screen
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class Hub:
         self.judge, self.show, self.clock, self.calls = judge, show, clock, calls
         self.log, self.out, self.command = log, out, command
         self._lock = threading.RLock()     # a shot's error is reported under it
-        self.screen: deque = deque(maxlen=SCREEN_LINES)   # latest verdicts and tallies
+        self._recent: deque = deque(maxlen=SCREEN_LINES)  # latest lines but the tallies
         self.said: list = []            # every line, in order (printed when not a terminal)
         self.bad: list = []             # bad messages: {"arrival": monotonic s, "why": text}
         self.judged: list = []          # every JudgedShot, in order
@@ -206,7 +206,7 @@ class Hub:
         if tally is not None:
             if self.out is not None:
                 self.out.tally(tally, False)
-            self._say(tally_line(tally, False))
+            self._say(tally_line(tally, False), tally=True)
         if j.round_end is not None:
             e = j.round_end
             self.round_ends.append(e)
@@ -215,9 +215,18 @@ class Hub:
                 self.out.tally(final, True)
             self._say(tally_line(final, True))
 
-    def _say(self, text: str) -> None:
-        self.screen.append(text)
+    def _say(self, text: str, tally: bool = False) -> None:
+        if not tally:
+            self._recent.append(text)
         self.said.append(text)
+
+    def screen(self) -> list:
+        """The operator's lines: the latest verdicts and bad messages, then each round's running
+        tally (or its announcement, once the round has ended)."""
+        with self._lock:
+            ended = {e.round: e for e in self.round_ends}
+            tallies = [tally_line(t, t["round"] in ended) for t in self._tallies()]
+            return list(self._recent) + tallies
 
     # -- the end ---------------------------------------------------------------------------------
     def summary(self) -> dict:
