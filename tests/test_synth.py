@@ -263,8 +263,10 @@ def test_distance_sets_gain_and_delay():
     d_far = math.dist(seat.position_m, INSTS["获者"].position_m)
     assert near.delay_samples == round(d_near / 343.0 * SR)
     assert far.delay_samples == round(d_far / 343.0 * SR)
-    direct = lambda p: math.hypot(p.taps[0][1], p.taps[0][2])     # noqa: E731
+    direct = lambda p: math.hypot(*p.direct)     # noqa: E731
     assert direct(near) / direct(far) == pytest.approx(d_far / d_near, rel=1e-6)
+    for p in (near, far):              # the impulse response starts with the direct sound
+        assert tuple(space.impulse_response(p, SR)[0]) == pytest.approx(p.direct, rel=1e-3)
 
 
 # --- loudness --------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from yuexuan.audio import notecache, space, synth
+from yuexuan.audio import notecache, space, surfaces, synth
 from yuexuan.errors import UserError
 from yuexuan.rite.instruments import FAMILIES
 from yuexuan.timeline import Timeline
@@ -136,9 +136,11 @@ class Plan:
         return self.total / self.sample_rate
 
 
-def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
+def plan(timeline: Timeline, options: Options, listener_table: dict,
+         room: surfaces.Room | None = None) -> Plan:
     """Place every note of ``timeline`` (sample 0 = its time 0), heard from
-    ``listener_table[options.listener]``; waveforms are rendered lazily by the plan's cache.
+    ``listener_table[options.listener]`` in ``room`` (default: the venue of the timeline's variant
+    ``houdao``, O24); waveforms are rendered lazily by the plan's cache.
     ``options.cues`` is applied before, by :func:`yuexuan.audio.render.render`."""
     sr = int(options.sample_rate)
     if not 8000 <= sr <= 192000:
@@ -147,6 +149,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
         raise UserError(f"unknown listener {options.listener!r}; choose one of "
                         f"{', '.join(listener_table)}", key="--listener")
     listener = listener_table[options.listener]
+    room = room if room is not None else surfaces.for_timeline(timeline)
     notes = timeline.notes
     used = {n.instrument for n in notes}
     names = [nm for nm in timeline.instrument_names() if nm in used]
@@ -164,7 +167,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
         k = place_of.get((name, pos))
         if k is None:
             k = place_of[(name, pos)] = len(placements)
-            placements.append(space.placement(listener, pos, sr, seed_name=name))
+            placements.append(space.placement(listener, pos, sr, seed_name=name, room=room))
         return k
 
     starts, ends, gains, keys, inst_idx = [], [], [], [], []
@@ -196,7 +199,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict) -> Plan:
     mono = SharedMono(synthesise, keys)
 
     def make(key: PlacedKey) -> np.ndarray:
-        return space.spatialise(mono(key.note), placements[key.place])
+        return space.spatialise(mono(key.note), placements[key.place], sr)
 
     return Plan(sr, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
                 [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,

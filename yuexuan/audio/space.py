@@ -1,5 +1,8 @@
 """Where a sound is heard from: listener seats, azimuth, constant-power panning, distance gain and
-delay, and a light open-air ambience (ground reflection and sparse diffuse scatter).
+delay, and the ambience of the courtyard — the specular reflections of the surfaces the courtyard
+data names (:mod:`yuexuan.audio.reflections`, image sources) and a smooth diffuse tail
+(:mod:`yuexuan.audio.tail`) — as one impulse response per placed source, applied to a note by FFT
+convolution (once per cached waveform).
 
 Frame: ``rite/courtyard.toml`` (metres; x east, y north, z up). Azimuth is in degrees relative to
 the listener's facing, positive to the listener's right. Sounds behind the listener are folded to
@@ -11,17 +14,20 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from yuexuan.audio import reflections as images, surfaces, tail
 from yuexuan.rite.courtyard import Listener, listeners  # noqa: F401  (the seats: one reader, re-exported)
 
 SPEED_OF_SOUND_M_S = 343.0
 REFERENCE_DISTANCE_M = 1.0      # distance gain is 1 here, falling as 1/d beyond
-GROUND_REFLECTION = 0.6         # pressure reflection coefficient of the packed-earth courtyard
-SCATTER_TAPS = 8                # diffuse scatter taps of the ambience
-SCATTER_SPAN_S = (0.035, 0.30)  # their delays after the direct sound, s
-SCATTER_LEVEL = 0.22            # first tap's gain relative to the direct sound; they decay to −18 dB
+DEFAULT_VENUE = "郊"            # ceremony.md O24's default (郑玄): the open shooting ground
+TAIL_START_S = 0.001            # the diffuse tail starts this long after the direct sound
+TAIL_FIELD_DB = -44.0           # the tail's peak envelope at its start re a direct sound at 1 m …
+TAIL_CAP_DB = -24.0             # … (a diffuse field: the same at every distance), at most this re
+                                # the direct sound (far sources stay clear of it)
 
 
 def azimuth_deg(listener: Listener, source_m) -> float:
@@ -57,61 +63,76 @@ def delay_s(d_m: float) -> float:
     return d_m / SPEED_OF_SOUND_M_S
 
 
+class Tap(NamedTuple):
+    """One arrival: delay after the direct sound (samples) and its left and right gains."""
+
+    lag: int
+    left: float
+    right: float
+
+
 @dataclass(frozen=True)
 class Placement:
-    """How one fixed source is heard: overall delay (samples, the direct sound's travel time) and
-    taps (delay after the direct sound in samples, left gain, right gain), direct tap first."""
+    """How one fixed source is heard: the direct sound's travel time (samples); its arrivals from
+    the direct sound on — the direct sound panned by its azimuth (``taps[0]``), then each
+    reflection at its own delay, level and direction —; and the diffuse tail."""
 
     delay_samples: int
-    taps: tuple
+    taps: tuple                 # Tap …, the direct sound first
+    tail: tail.Tail
     azimuth_deg: float
     distance_m: float
+    reflections: tuple          # reflections.Reflection … of taps[1:], in order
+
+    @property
+    def direct(self) -> tuple:
+        return self.taps[0].left, self.taps[0].right
 
     @property
     def length_extra(self) -> int:
-        return max(t[0] for t in self.taps)
+        return max(max(t.lag for t in self.taps), tail.length_samples(self.tail))
 
 
-def placement(listener: Listener, source_m, sample_rate: int, seed_name: str = "") -> Placement:
-    """Direct sound, the ground reflection (image source at −z) and diffuse scatter."""
+def tail_level(d_m: float) -> float:
+    """Peak envelope of the diffuse tail re the direct sound at ``d_m`` metres."""
+    return min(10 ** (TAIL_CAP_DB / 20), 10 ** (TAIL_FIELD_DB / 20) * max(d_m, REFERENCE_DISTANCE_M))
+
+
+def placement(listener: Listener, source_m, sample_rate: int, seed_name: str = "",
+              room: surfaces.Room | None = None) -> Placement:
+    """Direct sound, the reflections of ``room``'s surfaces (default: the packaged courtyard's
+    default venue) and the diffuse tail, heard at ``listener`` from ``source_m``."""
+    room = room if room is not None else surfaces.load(DEFAULT_VENUE)
     src = tuple(float(v) for v in source_m)
     d = distance_m(src, listener.position_m)
     az = azimuth_deg(listener, src)
-    gl, gr = pan_gains(az)
     g = distance_gain(d)
-    taps = [(0, g * gl, g * gr)]
-    image = (src[0], src[1], -src[2])
-    d2 = distance_m(image, listener.position_m)
-    lag = int(round((delay_s(d2) - delay_s(d)) * sample_rate))
-    g2 = distance_gain(d2) * GROUND_REFLECTION
-    if lag > 0:
-        taps.append((lag, g2 * gl, g2 * gr))
-    else:
-        taps[0] = (0, (g + g2) * gl, (g + g2) * gr)
-    # diffuse scatter from the courtyard's walls, the hall and the crowd: sparse, decorrelated taps
-    # (a velvet-noise-like tail), deterministic per source name; level follows the direct sound's
-    # distance only weakly (the scatter field is diffuse).
-    rng = np.random.default_rng(zlib.crc32(seed_name.encode("utf-8")))
-    lo, hi = SCATTER_SPAN_S
-    field = SCATTER_LEVEL * math.sqrt(g * distance_gain(10.0))
-    for k in range(SCATTER_TAPS):
-        t = lo + (hi - lo) * (k + rng.random()) / SCATTER_TAPS
-        level = field * 10 ** (-18.0 * (t - lo) / (hi - lo) / 20.0)
-        side = rng.random()
-        sign = 1.0 if rng.random() < 0.5 else -1.0
-        taps.append((int(round(t * sample_rate)), sign * level * math.sqrt(1 - side),
-                     sign * level * math.sqrt(side)))
-    return Placement(int(round(delay_s(d) * sample_rate)), tuple(taps), az, d)
+    gl, gr = pan_gains(az)
+    taps = [Tap(0, g * gl, g * gr)]
+    paths = tuple(images.reflections(src, listener.position_m, room.surfaces))
+    for r in paths:
+        rl, rr = pan_gains(azimuth_deg(listener, r.image_m))
+        gain = distance_gain(r.path_m) * r.reflection
+        taps.append(Tap(int(round((delay_s(r.path_m) - delay_s(d)) * sample_rate)),
+                        gain * rl, gain * rr))
+    seed = zlib.crc32(f"{seed_name}|{listener.name}|{src}".encode("utf-8"))
+    diffuse = tail.diffuse_tail(sample_rate, room.tail_t60_s, TAIL_START_S, g * tail_level(d), seed)
+    return Placement(int(round(delay_s(d) * sample_rate)), tuple(taps), diffuse, az, d, paths)
 
 
-def spatialise(mono: np.ndarray, place: Placement) -> np.ndarray:
-    """Stereo (n + extra, 2) float32: the taps applied to ``mono`` (overall delay not included)."""
+def spatialise(mono: np.ndarray, place: Placement, sample_rate: int) -> np.ndarray:
+    """Stereo (n + extra, 2) float32: ``mono`` heard through the placement (overall delay not
+    included): its taps added at full rate, its tail by :func:`yuexuan.audio.tail.apply`."""
+    mono = np.asarray(mono, dtype=np.float32)
     n = len(mono)
-    m = n + place.length_extra
-    chans = []
-    for c in (1, 2):
-        ch = np.zeros(m, dtype=np.float32)
-        for tap in place.taps:
-            ch[tap[0]:tap[0] + n] += np.float32(tap[c]) * mono
-        chans.append(ch)
-    return np.stack(chans, axis=1)
+    out = tail.apply(place.tail, mono, sample_rate)[:n + place.length_extra]
+    for t in place.taps:
+        out[t.lag:t.lag + n, 0] += np.float32(t.left) * mono
+        out[t.lag:t.lag + n, 1] += np.float32(t.right) * mono
+    return out
+
+
+def impulse_response(place: Placement, sample_rate: int) -> np.ndarray:
+    """(1 + extra, 2) float32: what a click (one sample of 1) at the source sounds like, from the
+    direct sound's arrival on."""
+    return spatialise(np.ones(1, dtype=np.float32), place, sample_rate)
