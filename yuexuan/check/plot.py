@@ -159,7 +159,7 @@ def _lanes(g, ev: DrumEvidence, plan: np.ndarray, ax: _Axis, top: float, shots, 
             y1=f"{y_plan - 16:.1f}", x2=f"{x:.1f}", y2=f"{y_plan:.1f}",
             tip=f"planned stroke {p + 1} at {plan[p]:.3f} s"
                 + (f", heard {1000 * (live[k] - plan[p]):+.0f} ms" if k is not None else ", not heard"))
-        if k is not None:
+        if k is not None and ax.t0 <= live[k] <= ax.t1:
             _el(g, "line", class_="yx-link", x1=f"{x:.1f}", y1=f"{y_plan - 16:.1f}",
                 x2=f"{float(ax(live[k])):.1f}", y2=f"{y_stroke + 22:.1f}")
     for i in np.flatnonzero(r3 & (v.clock_s >= ax.t0) & (v.clock_s <= ax.t1)).tolist():
