@@ -277,3 +277,44 @@ def test_a_correction_rejudges_and_the_rewritten_log_is_checks(capsys, tmp_path,
     for bad in (("无人", 1, "贯"), ("上耦上射", 5, "贯"), ("上耦上射", 1, "中")):
         assert isinstance(judge.correct(*bad), judge_mod.ShotError)
     assert not list(tmp_path.glob(".live.csv.*"))         # no temporary file left
+
+
+KILLED_WRITER = r"""
+import sys
+from yuexuan.check import logwriter
+row = dict(time=1106.52, archer="上耦上射", rank="士", role="上射", target="干", result="贯",
+           pair="上耦", round=3, nearest_beat=1106.5, offset=0.02, on_beat=True, released=True,
+           reason="释")
+with logwriter.ShotLogWriter(sys.argv[1]) as w:
+    rows = []
+    for k in range(100000):
+        r = dict(row, time=1000.0 + k)
+        rows.append(r)
+        if k % 50 == 49:
+            w.rewrite(rows)                 # now and then a correction's rewrite
+        else:
+            w.write(r)
+        print(k + 1, flush=True)            # confirmed: on disk
+"""
+
+
+@pytest.mark.parametrize("delay_s", [0.5, 0.65, 0.8, 0.95, 1.1, 1.3])
+def test_sigkill_keeps_every_confirmed_row(capsys, tmp_path, saved, delay_s):
+    """SIGKILL at any moment: every row whose write (or rewrite) had returned is in the log, whole
+    and in order, and check reads the log (a cut last line with a warning)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    log = tmp_path / "live.csv"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(log)],
+                             stdout=subprocess.PIPE, text=True)
+    time.sleep(delay_s)
+    child.send_signal(signal.SIGKILL)
+    out, _ = child.communicate()
+    confirmed = int(out.split()[-1]) if out.split() else 0
+    got, err = check_rows(capsys, saved, log) if confirmed else ([], "")
+    times = [float(g["time"]) for g in got]
+    assert times[:confirmed] == [1000.0 + k for k in range(confirmed)], (confirmed, len(got))
+    assert len(times) <= confirmed + 1                    # at most the row being written
+    print(f"killed after {delay_s} s: {confirmed} rows confirmed, {len(times)} read back")
