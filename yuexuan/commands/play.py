@@ -246,7 +246,8 @@ def run(args) -> int:
             # print over the operator's screen (an argument of an unknown type is dropped, and
             # the message then reported as bad for its count)
             logging.getLogger().addHandler(logging.NullHandler())
-            listener = osc.OscListener(*listen, lambda record: hub.deliver(record))
+            listener = osc.OscListener(*listen, lambda record: hub.deliver(record),  # below
+                                       None if args.no_realtime else RT_PRIORITY - 1)  # the schedule
         out = ports.Output(args.api, args.port)
     except BaseException:
         for opened in (log, listener):

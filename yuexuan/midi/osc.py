@@ -18,6 +18,7 @@ sender does raises. Out (:class:`OscOut`, python-osc's :class:`~pythonosc.udp_cl
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time
@@ -182,9 +183,13 @@ class _Dispatcher(Dispatcher):
 
 
 class OscListener:
-    """Listens on ``(host, port)`` and hands each message's record to ``deliver`` (its thread)."""
+    """Listens on ``(host, port)`` and hands each message's record to ``deliver`` (its thread).
 
-    def __init__(self, host: str, port: int, deliver):
+    ``rt_priority``: the thread asks for SCHED_FIFO at that priority where allowed (a hit's call
+    should not wait behind other processes on a busy machine); :attr:`realtime` says if it got it.
+    """
+
+    def __init__(self, host: str, port: int, deliver, rt_priority: int | None = None):
         dispatcher = _Dispatcher(self._safe(deliver))
         try:
             self.server = _Server((host, port), dispatcher, dispatcher.deliver)
@@ -193,8 +198,18 @@ class OscListener:
                             key="--osc") from None
         dispatcher.server = self.server
         self.address = self.server.server_address[:2]
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                         daemon=True, name="yuexuan-osc")
+        self._rt_priority = rt_priority
+        self.realtime = False
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="yuexuan-osc")
+
+    def _serve(self) -> None:
+        if self._rt_priority is not None and hasattr(os, "sched_setscheduler"):
+            try:                    # pid 0: this thread (Linux)
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self._rt_priority))
+                self.realtime = True
+            except OSError:
+                pass                # not permitted: a normal thread
+        self.server.serve_forever(poll_interval=0.05)
 
     @staticmethod
     def _safe(deliver):
