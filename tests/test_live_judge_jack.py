@@ -252,6 +252,7 @@ def test_sigkill_keeps_every_verdict_sent(jack_async, tmp_path):
         number, archer, _, time_s = v[2][:4]
         row = rows[number - 1]
         assert row["archer"] == archer and float(row["time"]) == pytest.approx(time_s, abs=1e-6)
+        assert row["reason"] == v[2][7]                 # check's verdict is the one sent
 
 
 def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
