@@ -26,7 +26,8 @@ SCREEN_S = 0.2          # status screen refresh period
 RT_PRIORITY = 5         # SCHED_FIFO priority of the scheduler thread: below JACK's (10+)
 LIVE_JUDGING_OPTIONS = (   # (flag, metavar, help) of live judging (docs/play.md, "Live judging")
     ("--osc", "[HOST:]PORT", "listen for OSC over UDP (default host 127.0.0.1): shots judged live "
-     "(/yuexuan/loose, /yuexuan/shot) and show control (/yuexuan/go, stop, hold, resume, panic); "
+     "(/yuexuan/loose, /yuexuan/shot, /yuexuan/correct) and show control (/yuexuan/go, stop, "
+     "hold, resume, panic); "
      "see docs/play.md"),
     ("--osc-out", "HOST:PORT", "send OSC there: /yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, "
      "/yuexuan/tally"),
