@@ -25,9 +25,7 @@ SPEED_OF_SOUND_M_S = 343.0
 REFERENCE_DISTANCE_M = 1.0      # distance gain is 1 here, falling as 1/d beyond
 DEFAULT_VENUE = "郊"            # ceremony.md O24's default (郑玄): the open shooting ground
 TAIL_START_S = 0.001            # the diffuse tail starts this long after the direct sound
-TAIL_FIELD_DB = -44.0           # the tail's peak envelope at its start re a direct sound at 1 m …
-TAIL_CAP_DB = -24.0             # … (a diffuse field: the same at every distance), at most this re
-                                # the direct sound (far sources stay clear of it)
+TAIL_MIN_DRR_DB = 3.0           # far sources: the diffuse tail stays this far below the direct sound
 
 
 def azimuth_deg(listener: Listener, source_m) -> float:
@@ -93,9 +91,12 @@ class Placement:
         return max(max(t.lag for t in self.taps), tail.length_samples(self.tail))
 
 
-def tail_level(d_m: float) -> float:
-    """Peak envelope of the diffuse tail re the direct sound at ``d_m`` metres."""
-    return min(10 ** (TAIL_CAP_DB / 20), 10 ** (TAIL_FIELD_DB / 20) * max(d_m, REFERENCE_DISTANCE_M))
+def tail_energy(d_m: float, room: surfaces.Room) -> float:
+    """Energy of the diffuse tail re the direct sound's at ``d_m`` metres: the room's
+    direct-to-reverberant ratio at 10 m, 6 dB less per doubling of distance, at least
+    TAIL_MIN_DRR_DB."""
+    drr_db = room.tail_drr_db_at_10m - 20 * math.log10(max(d_m, REFERENCE_DISTANCE_M) / 10.0)
+    return 10 ** (-max(drr_db, TAIL_MIN_DRR_DB) / 10)
 
 
 def placement(listener: Listener, source_m, sample_rate: int, seed_name: str = "",
@@ -116,7 +117,8 @@ def placement(listener: Listener, source_m, sample_rate: int, seed_name: str = "
         taps.append(Tap(int(round((delay_s(r.path_m) - delay_s(d)) * sample_rate)),
                         gain * rl, gain * rr))
     seed = zlib.crc32(f"{seed_name}|{listener.name}|{src}".encode("utf-8"))
-    diffuse = tail.diffuse_tail(sample_rate, room.tail_t60_s, TAIL_START_S, g * tail_level(d), seed)
+    diffuse = tail.diffuse_tail(sample_rate, room.tail_t60_s, TAIL_START_S,
+                                  g * g * tail_energy(d, room), seed)
     return Placement(int(round(delay_s(d) * sample_rate)), tuple(taps), diffuse, az, d, paths)
 
 
@@ -125,7 +127,7 @@ def spatialise(mono: np.ndarray, place: Placement, sample_rate: int) -> np.ndarr
     included): its taps added at full rate, its tail by :func:`yuexuan.audio.tail.apply`."""
     mono = np.asarray(mono, dtype=np.float32)
     n = len(mono)
-    out = tail.apply(place.tail, mono, sample_rate)[:n + place.length_extra]
+    out = tail.apply(place.tail, mono, sample_rate, n + place.length_extra)
     for t in place.taps:
         out[t.lag:t.lag + n, 0] += np.float32(t.left) * mono
         out[t.lag:t.lag + n, 1] += np.float32(t.right) * mono

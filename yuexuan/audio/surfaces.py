@@ -43,7 +43,8 @@ class Room:
 
     venue: str
     surfaces: tuple            # Surface …
-    tail_t60_s: float
+    tail_t60_s: float          # decay of the diffuse tail, s
+    tail_drr_db_at_10m: float  # direct-to-reverberant energy ratio of a source 10 m away, dB
 
 
 def _absorption(f: tomlfile.Fields) -> float:
@@ -106,7 +107,9 @@ def load(venue: str, path: str | Path | None = None, source: DataSource = DataSo
     surfaces += _platform(tang)
     surfaces += _stairs(top, _metres(tang, "y_m", 2, "[min, max]")[0], tang.get("height_m", float))
     surfaces += _walls(top, venue)
-    return Room(venue, tuple(surfaces), venues[venue].get("tail_t60_s", float, lo=0.05, hi=5.0))
+    v = venues[venue]
+    return Room(venue, tuple(surfaces), v.get("tail_t60_s", float, lo=0.05, hi=5.0),
+                v.get("tail_drr_db_at_10m", float, lo=-20.0, hi=60.0))
 
 
 def for_timeline(timeline, source: DataSource = DataSource()) -> Room:

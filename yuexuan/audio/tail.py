@@ -57,9 +57,10 @@ def length_samples(tail: Tail) -> int:
     return len(tail.ir) * tail.factor + FIR_TAPS_PER_STEP * tail.factor
 
 
-def diffuse_tail(sample_rate: int, t60_s: float, start_s: float, level: float, seed: int) -> Tail:
+def diffuse_tail(sample_rate: int, t60_s: float, start_s: float, energy: float, seed: int) -> Tail:
     """The tail: silent before ``start_s``, fading in over RISE_S, then decaying by 60 dB per
-    ``t60_s`` until FLOOR_DB; impulses of magnitude ≤ ``level`` (re a direct sound of 1)."""
+    ``t60_s`` until FLOOR_DB; scaled so that a click of one sample of 1 gets a tail of total
+    energy (sum of squares over both channels' mean) ``energy``."""
     r = factor(sample_rate)
     rate = sample_rate / r
     n = int(math.ceil((start_s + t60_s * FLOOR_DB / -60.0) * rate))
@@ -73,23 +74,25 @@ def diffuse_tail(sample_rate: int, t60_s: float, start_s: float, level: float, s
         at = t0 + (np.arange(cells) * cell + rng.random(cells) * cell).astype(np.int64)
         at = at[at < n]
         k = at - t0
-        env = level * np.power(10.0, -3.0 * k / (t60_s * rate))
+        env = np.power(10.0, -3.0 * k / (t60_s * rate))
         env *= np.where(k < rise, 0.5 - 0.5 * np.cos(np.pi * np.minimum(k, rise) / rise), 1.0)
         sign = np.where(rng.random(len(at)) < 0.5, -1.0, 1.0)
         out[at, ch] = sign * env
-    return Tail(r, out)
+    unit = Tail(r, out)
+    click = apply(unit, np.ones(1, dtype=np.float32), sample_rate, 1 + length_samples(unit))
+    measured = float(np.mean(np.sum(click.astype(np.float64) ** 2, axis=0)))
+    return Tail(r, (out * np.float32(math.sqrt(energy / measured))) if measured > 0 else out)
 
 
-def apply(tail: Tail, mono: np.ndarray, sample_rate: int) -> np.ndarray:
-    """(len(mono) + length_samples(tail), 2) float32: ``mono`` through the tail, aligned so that
-    its sample 0 is the direct sound's arrival."""
+def apply(tail: Tail, mono: np.ndarray, sample_rate: int, n: int) -> np.ndarray:
+    """(n, 2) float32: ``mono`` through the tail, aligned so that its sample 0 is the direct
+    sound's arrival (cut or zero-padded to ``n`` samples)."""
     r = tail.factor
     h = _fir(int(sample_rate), r)
     low = signal.upfirdn(h, mono, down=r)                       # delayed by (len(h) − 1)/2
     wet = signal.oaconvolve(low[:, None], tail.ir, axes=0)
     up = signal.upfirdn(h * r, wet, up=r, axis=0)             # delayed as much again
     lag = len(h) - 1
-    n = len(mono) + length_samples(tail)
     got = up[lag:lag + n]
     if len(got) == n:
         return got
