@@ -278,7 +278,8 @@ def run(args) -> int:
         if args.hits_midi:
             from yuexuan.midi import hits
             _, hits_port = hits.open_sensor(args.api, args.hits_midi, hub, args.cues_file,
-                                            data_source(args))
+                                            data_source(args),
+                                            None if args.no_realtime else RT_PRIORITY - 1)
         term = _Terminal(commands)
         show.start()
         next_poll = time.monotonic() + PORT_POLL_S

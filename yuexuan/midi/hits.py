@@ -123,9 +123,11 @@ class HitSensor:
         return hub.shot(fields, arrival)
 
 
-def open_sensor(api: str, fragment: str, hub, cues_file: str, source):
+def open_sensor(api: str, fragment: str, hub, cues_file: str, source,
+                rt_priority: int | None = None):
     """Read the cue sheet's ``[hits_midi]``, open the MIDI input whose name contains
-    ``fragment`` and feed its hits to ``hub``. Returns (HitSensor, the open ports.Input)."""
+    ``fragment`` and feed its hits to ``hub`` (from a thread at SCHED_FIFO ``rt_priority`` where
+    allowed). Returns (HitSensor, the open ports.Input)."""
     from yuexuan.midi import ports
     from yuexuan.rite import cuesheet_hits
 
@@ -134,5 +136,5 @@ def open_sensor(api: str, fragment: str, hub, cues_file: str, source):
     reader = HitSensor(hub, sensor, flight_times(sensor, courtyard.load(source=source)),
                        shooting_strokes(rules.timeline_beats, rules.cue_ids))
     port = ports.Input(api, fragment, lambda data: reader.midi_in(data, time.monotonic()),
-                       option="--hits-midi", role="hits")
+                       option="--hits-midi", role="hits", rt_priority=rt_priority)
     return reader, port

@@ -166,6 +166,18 @@ class Output:
                 self._watch.delete()
 
 
+def realtime_thread(priority: int | None) -> bool:
+    """Ask SCHED_FIFO at ``priority`` for the calling thread (Linux; pid 0 is this thread); False
+    when ``priority`` is None or the system refuses."""
+    if priority is None or not hasattr(os, "sched_setscheduler"):
+        return False
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return True
+    except OSError:
+        return False
+
+
 class Input:
     """An incoming MIDI port (foot switch, show controller) delivering messages to a callback.
 
@@ -176,9 +188,12 @@ class Input:
     POLL_S = 0.001
 
     def __init__(self, api: str, fragment: str, callback, option: str = "--control",
-                 role: str = "control"):
+                 role: str = "control", rt_priority: int | None = None):
         """``option`` names the command-line option in errors; ``role`` the client
-        (``yuexuan-control``, ``yuexuan-hits``)."""
+        (``yuexuan-control``, ``yuexuan-hits``); ``rt_priority``: the polling thread asks for
+        SCHED_FIFO at it (a hit sensor's calls should not wait behind other processes)."""
+        self._rt_priority = rt_priority
+        self.realtime = False
         self._in = _client("in", api, f"{CLIENT}-{role}")
         names = self._in.get_ports()
         i = find_port(names, fragment)
@@ -196,6 +211,7 @@ class Input:
         self._thread.start()
 
     def _poll(self) -> None:
+        self.realtime = realtime_thread(self._rt_priority)
         while not self._stop.is_set():
             msg = self._in.get_message()
             if msg is None:
