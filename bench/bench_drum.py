@@ -1,0 +1,141 @@
+"""The drum finder of ``check --beats-from`` on a recording this project did not make: stroke
+accuracy on the FluidR3_GM mix of tests/fluid_mix.py (建鼓, 鼙, bells, stones, choir, pink noise
+20 dB below; the band 0.8 % slow, the drummer with 8 ms jitter), and its speed and memory on an
+hour of audio (the mix looped to an hour, FLAC at 44.1 kHz), side by side with decoding the same
+hour alone.
+
+Run: ``.venv/bin/python bench/bench_drum.py [WORK_DIR]`` (the mix is rendered there by FluidSynth
+once, ~30 s, and reused). Prints the figures and a last line ``SUMMARY {json}``. The targets
+(issue 14): ≥ 110 of 112 strokes, 95 % within 10 ms, ≤ 5 extra; memory under 500 MB for an hour.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fluid_mix import build_mix  # noqa: E402
+
+HOUR_S = 3600.0
+
+# Child: one job on the hour-long file, its wall and CPU seconds and peak memory as JSON. The peak
+# is the child's VmHWM (Linux: the high-water resident set of its own image since exec); the
+# ru_maxrss of a child counts the parent's pages it shared before exec, here the loaded mix.
+CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+job, path, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+plan = np.array(json.loads(sys.argv[4]))
+t0, c0 = time.perf_counter(), time.process_time()
+if job == "decode":
+    from yuexuan.check import drumband, recording
+    n = sum(len(b) for b in recording.iter_blocks(path, drumband.SR, drumband.BLOCK_S))
+    extra = {"samples": n}
+else:
+    from yuexuan.check import drumfinder
+    f = drumfinder.find(path, plan, start)
+    extra = {"candidates": int(len(f.candidates.time_s)), "matched": int(len(f.alignment.live_index))}
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+try:
+    with open("/proc/self/status") as f:
+        peak = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
+except OSError:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_mb": round(peak, 1), **extra}))
+"""
+
+
+def accuracy(mix) -> dict:
+    """Strokes found, extra, and the error of each matched stroke against the truth (ms)."""
+    from yuexuan.check import drumfinder
+
+    f = drumfinder.find(mix.path, mix.planned_s, mix.start_s)
+    al = f.alignment
+    err_ms = 1000 * (al.live_s[al.live_index] - mix.start_s - mix.true_s[al.plan_index])
+    right = np.abs(err_ms) <= 50
+    conf = f.confidence[al.live_index]
+    return {"strokes": len(mix.planned_s), "found": int(right.sum()), "extra": int(al.extra),
+            "median_abs_err_ms": round(float(np.median(np.abs(err_ms))), 2),
+            "p95_abs_err_ms": round(float(np.percentile(np.abs(err_ms), 95)), 2),
+            "mean_err_ms": round(float(err_ms.mean()), 2),
+            "within_10ms": int((np.abs(err_ms) <= 10).sum()),
+            "confidence_min": round(float(conf.min()), 3),
+            "below_threshold": int((conf < drumfinder.THRESHOLD).sum())}
+
+
+def whole_spectrum(mix) -> dict:
+    """The same figures for the drum-track detector (``onsets.detect_onsets``) on the mix."""
+    from yuexuan.check import onsets
+
+    x, sr = onsets.read_audio(mix.path)
+    al = onsets.align(onsets.detect_onsets(x, sr), mix.planned_s, mix.start_s)
+    err_ms = 1000 * (al.live_s[al.live_index] - mix.start_s - mix.true_s[al.plan_index])
+    return {"found": int((np.abs(err_ms) <= 50).sum()), "extra": int(al.extra),
+            "median_abs_err_ms": round(float(np.median(np.abs(err_ms))), 2),
+            "p95_abs_err_ms": round(float(np.percentile(np.abs(err_ms), 95)), 2)}
+
+
+def loop_to_an_hour(src: Path, dst: Path) -> float:
+    """``src`` repeated end to end into ``dst`` (FLAC, 16 bit) until it lasts an hour; seconds."""
+    y, sr = sf.read(src, dtype="float32")
+    reps = int(np.ceil(HOUR_S * sr / len(y)))
+    with sf.SoundFile(dst, "w", samplerate=sr, channels=1, format="FLAC", subtype="PCM_16") as f:
+        for _ in range(reps):
+            f.write(y)
+    return reps * len(y) / sr
+
+
+def run_child(job: str, path: Path, mix) -> dict:
+    r = subprocess.run([sys.executable, "-c", CHILD, job, str(path), repr(mix.start_s),
+                        json.dumps(mix.planned_s.tolist())], capture_output=True, text=True,
+                       check=True)
+    return json.loads(r.stdout)
+
+
+def main(argv: list[str]) -> int:
+    work = Path(argv[0]) if argv else Path(tempfile.gettempdir()) / "yuexuan_bench_drum"
+    mix = build_mix(work)
+    acc = accuracy(mix)
+    print(f"stroke accuracy on the FluidR3 mix ({mix.path.name}): found {acc['found']}/"
+          f"{acc['strokes']} (target ≥ 110), extra {acc['extra']} (≤ 5); |error| median "
+          f"{acc['median_abs_err_ms']} ms, 95th percentile {acc['p95_abs_err_ms']} ms "
+          f"(95 % ≤ 10 ms: {acc['within_10ms']}/{acc['strokes']}); mean {acc['mean_err_ms']} ms; "
+          f"confidence min {acc['confidence_min']}, {acc['below_threshold']} below the threshold")
+    old = whole_spectrum(mix)
+    print(f"  beside it, the drum-track detector (onsets.detect_onsets) on the same mix: found "
+          f"{old['found']}, extra {old['extra']}; |error| median {old['median_abs_err_ms']} ms, "
+          f"95th percentile {old['p95_abs_err_ms']} ms")
+    hour = work / "hour.flac"
+    seconds = loop_to_an_hour(mix.path, hour) if not hour.exists() else sf.info(hour).duration
+    mix_s = sf.info(mix.path).duration
+    dec = run_child("decode", hour, mix)
+    fnd = run_child("find", hour, mix)
+    short = run_child("find", mix.path, mix)
+    per_hour = HOUR_S / seconds
+    print(f"an hour of audio ({seconds / 60:.1f} min FLAC, 44.1 kHz): decoding alone "
+          f"{dec['wall_s'] * per_hour:.1f} s (peak {dec['peak_mb']} MB); finding the strokes "
+          f"{fnd['wall_s'] * per_hour:.1f} s wall, {fnd['cpu_s'] * per_hour:.1f} s CPU, "
+          f"{fnd['wall_s'] / dec['wall_s']:.1f}× decoding; peak memory {fnd['peak_mb']} MB "
+          f"(target < 500 MB; {short['peak_mb']} MB on the {mix_s / 60:.1f}-min mix itself: most of "
+          f"it is librosa with numba, loaded at the first call); {fnd['candidates']} candidates")
+    print("SUMMARY " + json.dumps({"accuracy": acc, "drum_track_detector": old,
+                                   "hour_s": round(seconds, 1),
+                                   "decode_s_per_hour": round(dec["wall_s"] * per_hour, 2),
+                                   "find_s_per_hour": round(fnd["wall_s"] * per_hour, 2),
+                                   "find_cpu_s_per_hour": round(fnd["cpu_s"] * per_hour, 2),
+                                   "peak_mb": fnd["peak_mb"], "peak_mb_mix": short["peak_mb"]},
+                                  ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
