@@ -230,6 +230,9 @@ def run(args) -> int:
         raise UserError("--shots-log needs shots to judge (--osc or --hits-midi)",
                         key="--shots-log")
     listen = osc.host_port(args.osc, "--osc") if args.osc else None
+    if args.hits_midi:                   # the sensor's note map, checked before any port opens
+        from yuexuan.rite import cuesheet_hits
+        sensor_map = cuesheet_hits.read(args.cues_file)
     notify = (osc.OscOut(*osc.host_port(args.osc_out, "--osc-out", need_host=True))
               if args.osc_out else None)
     program, timeline, calls = program_for(args, judged)
@@ -277,7 +280,7 @@ def run(args) -> int:
             listener.start()
         if args.hits_midi:
             from yuexuan.midi import hits
-            _, hits_port = hits.open_sensor(args.api, args.hits_midi, hub, args.cues_file,
+            _, hits_port = hits.open_sensor(args.api, args.hits_midi, hub, sensor_map,
                                             data_source(args),
                                             None if args.no_realtime else RT_PRIORITY - 1)
         term = _Terminal(commands)

@@ -123,15 +123,14 @@ class HitSensor:
         return hub.shot(fields, arrival)
 
 
-def open_sensor(api: str, fragment: str, hub, cues_file: str, source,
+def open_sensor(api: str, fragment: str, hub, sensor: HitsMidi, source,
                 rt_priority: int | None = None):
-    """Read the cue sheet's ``[hits_midi]``, open the MIDI input whose name contains
-    ``fragment`` and feed its hits to ``hub`` (from a thread at SCHED_FIFO ``rt_priority`` where
-    allowed). Returns (HitSensor, the open ports.Input)."""
+    """Open the MIDI input whose name contains ``fragment`` and feed its hits, read by the cue
+    sheet's ``[hits_midi]`` map ``sensor`` (:func:`yuexuan.rite.cuesheet_hits.read`), to ``hub``
+    (from a thread at SCHED_FIFO ``rt_priority`` where allowed). Returns (HitSensor, the open
+    ports.Input)."""
     from yuexuan.midi import ports
-    from yuexuan.rite import cuesheet_hits
 
-    sensor = cuesheet_hits.read(cues_file)
     rules = hub.judge.rules
     reader = HitSensor(hub, sensor, flight_times(sensor, courtyard.load(source=source)),
                        shooting_strokes(rules.timeline_beats, rules.cue_ids))

@@ -72,8 +72,8 @@ def read(path: str | Path) -> HitsMidi:
     """The ``[hits_midi]`` table of the cue sheet at ``path`` (TOML); an error when it has none."""
     path = str(path)
     if not path.lower().endswith(".toml"):
-        raise UserError("--hits-midi needs a cue sheet (.toml) with a [hits_midi] table (a saved "
-                        "timeline has no note map)", file=path, key="--hits-midi")
+        raise UserError("needs a cue sheet (.toml) with a [hits_midi] table (a saved timeline "
+                        "has no note map)", file=path, key="--hits-midi")
     data, text = tomlfile.load(path)
     found = hits_midi(Fields(data, path, text, "").table("hits_midi", {}))
     if found is None:
