@@ -174,3 +174,57 @@ def test_pads_on_the_targets_are_judged_as_the_schedule_says(jack, tmp_path, mon
     lags = rep["judging"]["call_lag_ms"]
     assert len(lags) == 3 and max(lags) < 1000, (lags, diag)
     assert len(calls) > 0
+
+
+# -- without JACK: the schedule's turn, the note map ---------------------------------------------
+
+def test_whose_turn_is_the_stroke_nearest_the_loose_before_the_hit():
+    from yuexuan.midi.hits import read_hit, shooting_strokes, whose_turn
+    from yuexuan.rite.cuesheet_hits import HitsMidi
+
+    tl = compile_file(DASHE)
+    strokes = shooting_strokes(tl.beats, ["lishou"])
+    shoot = [b for b in tl.beats if b.shoot and b.cue == "lishou"]
+    assert len(strokes.beats) == len(shoot) == 64 and strokes.reach_s == 2.0
+    b = shoot[5]
+    assert whose_turn(strokes, b.time + 0.9, b.time + 2.0) is b          # nearest the loose
+    assert whose_turn(strokes, b.time + 1.1, b.time + 2.5) is shoot[6]
+    assert whose_turn(strokes, b.time + 1.1, b.time + 1.5) is b          # shoot[6] is later
+    assert whose_turn(strokes, shoot[0].time - 0.5, shoot[0].time - 0.2) is None   # none yet
+    assert whose_turn(strokes, shoot[-1].time + 30, shoot[-1].time + 31) is None   # all done
+    sensor = HitsMidi({36: "大侯", 40: "干"}, channel=9)
+    assert read_hit([0x99, 40, 90], sensor).target == "干"
+    for other in ([0x99, 40, 0], [0x89, 40, 64], [0x90, 40, 90], [0x99, 41, 90], [0xB9, 40, 90]):
+        assert read_hit(other, sensor) is None, other
+
+
+@pytest.mark.parametrize("table,says", [
+    ('notes = { 128 = "干" }', "expected a MIDI note number 0–127"),
+    ('notes = { x = "干" }', "expected a MIDI note number 0–127"),
+    ('notes = { 36 = "鹄" }', "unknown 侯 '鹄'"),
+    ("notes = {}", "expected at least one note"),
+    ('notes = { 36 = "干" }\nchannel = 17', "too large"),
+    ('notes = { 36 = "干" }\narrow_speed_m_s = 0', "too small"),
+    ('notes = { 36 = "干" }\nspeed = 3', "unknown key"),
+])
+def test_a_bad_hits_midi_table_is_one_line(tmp_path, table, says):
+    text = (DASHE.read_text(encoding="utf-8")
+            .replace('notes = { 36 = "大侯", 38 = "参", 40 = "干" }\narrow_speed_m_s = 60.0', table))
+    sheet = tmp_path / "sheet.toml"
+    sheet.write_text(text, encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "yuexuan", "compile", str(sheet), "-o",
+                          str(tmp_path / "x.mid")], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"{sheet}:" in out.stderr and "hits_midi" in out.stderr and says in out.stderr
+
+
+def test_hits_midi_needs_the_map(tmp_path):
+    saved = tmp_path / "d.json"
+    subprocess.run([sys.executable, "-m", "yuexuan", "compile", str(DASHE), "-o",
+                    str(tmp_path / "d.mid"), "--timeline", str(saved)], check=True, cwd=ROOT,
+                   capture_output=True)
+    out = subprocess.run([sys.executable, "-m", "yuexuan", "play", str(saved), "--hits-midi", "x"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and out.stderr.strip() == (
+        f"yuexuan play: {saved}: --hits-midi: needs a cue sheet (.toml) with a [hits_midi] table "
+        "(a saved timeline has no note map)")
