@@ -43,7 +43,8 @@ if job == "decode":
 else:
     from yuexuan.check import drumfinder
     f = drumfinder.find(path, plan, start)
-    extra = {"candidates": int(len(f.candidates.time_s)), "matched": int(len(f.alignment.live_index))}
+    extra = {"candidates": int(len(f.candidates.time_s)),
+             "matched": int(len(f.alignment.live_index))}
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 try:
     with open("/proc/self/status") as f:
@@ -125,8 +126,9 @@ def main(argv: list[str]) -> int:
           f"{dec['wall_s'] * per_hour:.1f} s (peak {dec['peak_mb']} MB); finding the strokes "
           f"{fnd['wall_s'] * per_hour:.1f} s wall, {fnd['cpu_s'] * per_hour:.1f} s CPU, "
           f"{fnd['wall_s'] / dec['wall_s']:.1f}× decoding; peak memory {fnd['peak_mb']} MB "
-          f"(target < 500 MB; {short['peak_mb']} MB on the {mix_s / 60:.1f}-min mix itself: most of "
-          f"it is librosa with numba, loaded at the first call); {fnd['candidates']} candidates")
+          f"(target < 500 MB; {short['peak_mb']} MB on the {mix_s / 60:.1f}-min mix itself: "
+          f"most of it is librosa with numba, loaded at the first call); "
+          f"{fnd['candidates']} candidates")
     print("SUMMARY " + json.dumps({"accuracy": acc, "drum_track_detector": old,
                                    "hour_s": round(seconds, 1),
                                    "decode_s_per_hour": round(dec["wall_s"] * per_hour, 2),

@@ -12,9 +12,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from fluid_mix import CUES, fluid_mix  # noqa: F401  (the session fixture)
-from yuexuan.check import drumfinder
+from yuexuan.check import drumband, drumfinder
 
 TOLERANCE_S = 0.010
 
@@ -38,6 +39,31 @@ def test_strokes_found_through_bells_song_and_noise(fluid_mix):  # noqa: F811
     conf = found.confidence[al.live_index][right]
     assert (conf >= drumfinder.THRESHOLD).mean() >= 0.95, np.sort(conf)[:10]
     assert ((found.confidence >= 0) & (found.confidence <= 1)).all()
+
+
+def test_strokes_without_the_recording_start(fluid_mix):  # noqa: F811
+    """Without --audio-start the start is estimated so that the drift is zero at the first
+    stroke: the truth less its first stroke's lag, and every stroke found as well."""
+    m = fluid_mix
+    al = drumfinder.find(m.path, m.planned_s).alignment
+    lag = m.true_s[0] - (m.planned_s[0] - m.start_s)      # the first stroke heard after its plan
+    assert al.shift_s == pytest.approx(m.start_s - lag, abs=0.020)
+    err = al.live_s[al.live_index] - al.shift_s - m.true_s[al.plan_index]
+    err -= np.median(err)
+    assert (np.abs(err) <= 0.050).sum() >= 110 and al.extra <= 5
+    assert (np.abs(err) <= TOLERANCE_S).sum() >= 0.95 * len(m.planned_s)
+
+
+def test_blocks_do_not_move_a_stroke(fluid_mix):  # noqa: F811
+    """Read in blocks of 7.3 s instead of 20 s, the same strokes at the same times: each block
+    is analysed with a second of its neighbours on either side."""
+    m = fluid_mix
+    default = drumfinder.find(m.path, m.planned_s, m.start_s).alignment
+    short = drumfinder.strokes(drumband.scan(m.path, block_s=7.3), m.planned_s,
+                               m.start_s).alignment
+    assert np.array_equal(default.plan_index, short.plan_index)
+    assert np.allclose(default.live_s[default.live_index], short.live_s[short.live_index],
+                       atol=1e-4)
 
 
 def shot_rows(times_s: np.ndarray) -> list[str]:

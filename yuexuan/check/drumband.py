@@ -47,7 +47,7 @@ ATTACK_ORDER = 2                # Butterworth order of the attack band (zero-pha
 ATTACK_RISE = 0.3               # fraction of the rise that marks the attack
 ATTACK_SEARCH_S = (-0.05, 0.04)  # where the attack is sought around the onset frame, s
 BLOCK_S = 20.0                  # seconds decoded at a time (peak memory ~ 3 MB a second of block)
-MARGIN_S = 1.0                  # context either side of a block's own span, s
+MARGIN_S = 1.0                  # context either side of a block's own span, s (whole hops)
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,7 @@ def scan(path: str | Path, block_s: float = BLOCK_S) -> Candidates:
     """Every candidate of the recording, read block by block at ``SR``."""
     from yuexuan.check import recording
 
+    block_s = max(1, round(block_s * SR / HOP)) * HOP / SR    # whole hops: one frame grid
     parts = [scan_block(buf, t0, core)
              for buf, t0, core in _with_context(recording.iter_blocks(path, SR, block_s))]
     cat = {f: np.concatenate([getattr(p, f) for p in parts]) for f in

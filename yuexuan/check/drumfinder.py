@@ -7,28 +7,29 @@ cough. The drum is told from them by a model learnt from the recording itself:
 
 1. **Seeds.** The strongest candidates (twice as many as planned strokes) are followed along the
    plan (:func:`yuexuan.check.onsets.align`); those that fall where the plan expects a stroke are
-   the drum's own strokes, the seeds. The strongest half of them give the model.
-2. **Model.** The drum's *timbre*: the mean of the seeds' timbre vectors (the dB rise across the
-   onset of each percussive bin below 1 kHz), and their typical strength. A candidate's
-   similarity is the cosine between its timbre and the model's.
-3. **Confidence** in [0, 1]: how strong (strength over the seeds' median, capped at 1) times how
-   drum-like (its similarity placed between the other candidates' median similarity, 0, and the
-   seeds', 1, clipped). A stroke of typical strength and timbre scores 1; a 鼙 (its body higher,
-   its rise below 80 Hz small) or a bell's knock scores near 0.
-4. **Strokes.** Candidates of confidence ≥ ``KEEP`` are aligned to the plan as before
+   the drum's own strokes, the seeds.
+2. **Model.** Fisher's linear discriminant of the candidates' *timbre* (the dB rise across the
+   onset of each percussive bin below 1 kHz): the seeds against the onsets farther than ⅛ beat
+   from every planned stroke as heard (the bells, stones, 鼙, song). A candidate's *score* is its
+   timbre projected on that axis.
+3. **Confidence** in [0, 1]: how drum-like (its score placed between the off-plan onsets' 99th
+   percentile, 0, and the seeds' median, 1, clipped) times how loud (1 at the seeds' median
+   attack level or above, 0 at ``LEVEL_SPAN_DB`` below). A stroke of the drum's typical timbre
+   and level scores 1; a 鼙 (its body higher, its rise below 80 Hz small) or a bell's knock
+   near 0.
+4. **Strokes.** Candidates at least ``KEEP`` drum-like are aligned to the plan as before
    (:func:`yuexuan.check.onsets.align`, following drift); one that matches no planned stroke is
    kept (an extra stroke, which serves as a beat) only when its confidence reaches
    ``THRESHOLD`` — an onset that is neither where the plan expects the drum nor clearly the drum
    is not taken for it.
 
-``THRESHOLD`` = 0.5 (a stroke at least half as strong, or half as drum-like, as the drum's typical
-stroke): a verdict resting on a stroke below it is marked uncertain
-(:mod:`yuexuan.check.evidence`).
+``THRESHOLD`` = 0.5: a stroke half as drum-like as the typical stroke, or 15 dB softer, is
+doubtful, and a verdict resting on it is marked uncertain (:mod:`yuexuan.check.evidence`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,7 @@ SEED_FACTOR = 2      # seeds are sought among this many × the planned strokes, 
 OFF_PLAN = 0.125     # × the beat gap: onsets farther than this from every heard plan stroke are
                      # the model's examples of what is not the drum
 FINDER = ("HPSS low-band percussive onsets (librosa), a timbre model learnt from the recording's "
-          "strongest strokes on the plan, attack times on the 30–120 Hz envelope")
+          "strongest strokes on the plan, attack times on the 30–250 Hz envelope")
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,6 @@ def fisher_axis(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
 
 def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> DrumModel:
     """The model from the strongest candidates that fall on the plan (the module's steps 1–2)."""
-    if len(c.time_s) < 2:
-        raise UserError("no drum strokes found in the recording")
     top = np.sort(np.argsort(c.strength)[::-1][:SEED_FACTOR * len(plan)])
     al = onsets.align(c.time_s[top], plan, start_s)
     seeds = top[al.live_index]
@@ -138,9 +137,8 @@ def strokes(c: drumband.Candidates, plan: np.ndarray, start_s: float | None = No
     sure = matched | (conf[kept] >= THRESHOLD)
     if not sure.all():                  # drop the doubtful extras; the matches stay as they were
         remap = np.cumsum(sure) - 1
-        al = onsets.Alignment(al.live_s[sure], al.shift_s, al.rate, al.plan_index,
-                              remap[al.live_index], al.drift_s, al.missed, int((~matched & sure).sum()),
-                              al.anchored)
+        al = replace(al, live_s=al.live_s[sure], live_index=remap[al.live_index],
+                     extra=int((~matched & sure).sum()))
         kept = kept[sure]
     return Found(al, conf[kept], c, model)
 
