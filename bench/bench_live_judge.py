@@ -10,6 +10,8 @@ arrival at the recorder of the first note-on of its 获 call (the 宫; its chann
 compiled call, as the player takes it) less the send; side by side, from the same run, the arrival
 error of every note of 貍首 itself against the timeline (anchor from ``--report``), and the
 player's own shot → call-sent lag (``judging.call_lag_ms`` in the report). Target: p99 ≤ 10 ms.
+The sending thread asks for SCHED_FIFO (a scorer's desk that stamps a send and is then held up by
+other processes would count its own delay against the player); the player runs as ``play`` does.
 The judge judges all shots so far again at each shot (check/judge.py), so the figures by
 hundreds of shots show what that costs.
 
