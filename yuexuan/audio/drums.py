@@ -23,7 +23,7 @@ Pure functions of (``[synth]`` table, velocity, sample rate, seed); float32 mono
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.signal import butter, lfilter, sosfilt
@@ -62,9 +62,7 @@ class Membrane:
 
     def scaled(self, ratio: float) -> "Membrane":
         """The same drum with every frequency × ``ratio`` (the 鼗's second head)."""
-        return Membrane(self.fundamental_hz * ratio, self.modes, self.amplitudes, self.decay_s,
-                        self.contact_ms, self.upper_level, self.upper_decay_s,
-                        self.upper_decay_exponent, self.upper_slope_db, self.click)
+        return replace(self, fundamental_hz=self.fundamental_hz * ratio)
 
 
 def _contact_s(m: Membrane, velocity: int) -> float:
@@ -78,8 +76,8 @@ def _force_pulse(contact_s: float, sample_rate: int) -> np.ndarray:
 
 
 def _modes(m: Membrane, force: np.ndarray, n: int, sample_rate: int) -> np.ndarray:
-    """Σ of two-pole resonators (one per mode, unit gain at its frequency per unit impulse) driven
-    by the force pulse. lfilter runs in C, one pass per mode."""
+    """Σ of two-pole resonators, one per mode (a unit impulse rings at the mode's amplitude),
+    driven by the force pulse of unit area. lfilter runs in C, one pass per mode."""
     out = np.zeros(n, dtype=np.float64)
     drive = np.zeros(n)
     drive[:len(force)] = force / force.sum()
@@ -90,7 +88,7 @@ def _modes(m: Membrane, force: np.ndarray, n: int, sample_rate: int) -> np.ndarr
         span = min(n, int(DECAY_SPAN * tau * sample_rate) + len(force))
         r = math.exp(-1.0 / (tau * sample_rate))
         w = 2 * math.pi * f / sample_rate
-        # impulse response amp·r^k·sin((k+1)w)/sin(w): a decaying sine of amplitude amp
+        # impulse response amp·r^k·sin((k+1)w): a sine of amplitude amp decaying with τ
         y = lfilter([amp * math.sin(w)], [1.0, -2 * r * math.cos(w), r * r], drive[:span])
         out[:span] += y
     return out
