@@ -18,7 +18,8 @@ back gives the same times and verdicts.
 A round ends when every archer of its roster has loosed his four arrows (乘矢,
 「拾发以将乘矢」); the roster of a round is the archers the timeline binds to its strokes
 (round 3, the 射节) unless one is given. :attr:`JudgedShot.round_end` then carries the
-释获者's announcement (「右贤于左…」), once.
+释获者's announcement (「右贤于左…」), once. An archer found in no roster is refused (a scorer's
+typo must not become a shot); ``known_only=False`` accepts any name, as ``check`` does.
 
 No I/O and no clock here: the caller gives every time.
 """
