@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from yuexuan.audio import space, surfaces
+from yuexuan.audio import plan, space, surfaces
 from yuexuan.audio.plan import cue_positions
 from yuexuan.compiler import compile_file
 
@@ -241,6 +241,15 @@ def test_the_venue_follows_variant_o24(places):
     room = surfaces.for_timeline(walled)
     assert room.venue == "公宫"
     assert {w["name"] for w in COURT["wall"] if w["venue"] == "公宫"} <= {s.name for s in room.surfaces}
+    # and the render's plan hears it: in the 公宫 every note rings on through the longer tail, and
+    # most until the 门's echo has come back (a path of over twice the 门's distance, 262 m)
+    open_plan, walled_plan = (plan.plan(t, plan.Options(), space.listeners()) for t in (tl, walled))
+    longer_s = ((walled_plan.ends - walled_plan.starts) - (open_plan.ends - open_plan.starts)) / SR
+    t60 = {v["name"]: v["tail_t60_s"] for v in COURT["venue"]}
+    open_tail_s = t60["郊"] * 36 / 60                              # cut 36 dB down
+    assert (longer_s >= (t60["公宫"] - t60["郊"]) * 36 / 60 - 0.01).all()
+    gate_y = min(w["to_m"][1] for w in COURT["wall"] if w["venue"] == "公宫")
+    assert np.median(longer_s) > 2 * abs(gate_y) / C_M_S - 0.1 - open_tail_s
 
 
 def test_drums_have_no_late_loud_echo_in_the_default_venue(places):
