@@ -6,9 +6,10 @@ JSON): the three 建鼓 as GM Taiko Drums (program 117, 0-based 116), the 朔鼙
 节 as GM kit drums (their ``gm_drum_key``: 47 low-mid tom, 45 low tom), the bells (笙钟, 颂钟,
 鑮) as Tubular Bells, the stones as the timeline's GM program (Marimba), the singers (歌) as Choir
 Aahs. Each instrument is rendered alone (``fluidsynth -ni -F OUT.wav -r 44100 SF2 MID``) and put
-at the seat as the render puts it: delayed by its travel time and scaled by spherical spreading,
-1/d beyond 1 m (``yuexuan/audio/space.py``'s law), d computed here from the timeline's
-``position_m`` and ``rite/courtyard.toml``'s seat. Then pink noise 20 dB below the whole mix.
+at the seat as the render puts it: delayed by its travel time and scaled by its ``[synth]
+gain_db`` and spherical spreading, 1/d beyond 1 m (``yuexuan/audio/space.py``'s law), d computed
+here from the timeline's ``position_m`` and ``rite/courtyard.toml``'s seat; the notes' velocities
+are the timeline's. Then pink noise 20 dB below the whole mix.
 
 The players: everyone 0.8 % slower than the plan (the band follows the drum); the drummer's
 strokes with 8 ms of jitter, the others' notes with 10 ms (seeded). One drummer's timing serves
@@ -94,10 +95,12 @@ def seat_position_m(name: str = SEAT) -> tuple:
     return tuple(float(v) for v in seat["position_m"])
 
 
-def at_seat(position_m, seat_m) -> tuple[float, float]:
-    """(gain, delay s) of a source heard at the seat: 1/d spreading beyond 1 m, d/c travel."""
-    d = math.dist(position_m, seat_m)
-    return 1.0 / max(d, 1.0), d / SPEED_OF_SOUND_M_S
+def at_seat(info: dict, seat_m) -> tuple[float, float]:
+    """(gain, delay s) of an instrument of the timeline heard at the seat, as the render puts it:
+    its ``[synth] gain_db`` times 1/d spreading beyond 1 m, and d/c travel."""
+    d = math.dist(info["position_m"], seat_m)
+    level = 10 ** (float((info.get("synth") or {}).get("gain_db", 0.0)) / 20)
+    return level / max(d, 1.0), d / SPEED_OF_SOUND_M_S
 
 
 def program_of(info: dict) -> int | None:
@@ -195,7 +198,7 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav") -> FluidMix:
         parts.append(Part(name_i, program, played - start_tl,
                           np.array([n["duration"] for n in notes]) * TEMPO_RATIO,
                           keys, np.array([n["velocity"] for n in notes])))
-        gain, delay = at_seat(info["position_m"], seat)
+        gain, delay = at_seat(info, seat)
         arrivals.append((name_i, gain, delay))
     path = work / name
     truth = path.with_suffix(".truth.npy")
