@@ -143,7 +143,7 @@ def test_pads_on_the_targets_are_judged_as_the_schedule_says(jack, tmp_path, mon
         calls = rec.stop()
         inbox.close()
         pads.close_port()
-        del pads
+        pads.delete()                                   # leave the JACK graph
     assert play.returncode == 0, err
     diag = diagnosis(jack, mark)
     rep = json.loads(report.read_text())
