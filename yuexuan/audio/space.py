@@ -1,8 +1,8 @@
 """Where a sound is heard from: listener seats, azimuth, constant-power panning, distance gain and
 delay, and the ambience of the courtyard — the specular reflections of the surfaces the courtyard
 data names (:mod:`yuexuan.audio.reflections`, image sources) and a smooth diffuse tail
-(:mod:`yuexuan.audio.tail`) — as one impulse response per placed source, applied to a note by FFT
-convolution (once per cached waveform).
+(:mod:`yuexuan.audio.tail`). A placed source's arrivals are taps added at the full rate; its tail
+is applied by FFT convolution at a quarter rate; both once per cached waveform.
 
 Frame: ``rite/courtyard.toml`` (metres; x east, y north, z up). Azimuth is in degrees relative to
 the listener's facing, positive to the listener's right. Sounds behind the listener are folded to
