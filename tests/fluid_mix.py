@@ -165,20 +165,24 @@ def pink_noise(n: int, rng: np.random.Generator) -> np.ndarray:
     return y / np.sqrt(np.mean(y * y))
 
 
-def build_mix(work: Path, seed: int = 14, name: str = "mix.wav") -> FluidMix:
-    """Render the mix into ``work`` (reused when already there) and return it with its truth."""
+def build_mix(work: Path, seed: int = 14, name: str = "mix.wav",
+              whole: bool = False) -> FluidMix:
+    """Render the mix into ``work`` (reused when already there) and return it with its truth.
+    ``whole``: the whole ceremony (25 min, every cue's band and song, the 陔 and 骜's 建鼓
+    strokes too) with the 射节 played as above and the rest on the plan; the truth is the 射节's
+    strokes."""
     work.mkdir(parents=True, exist_ok=True)
     tl = compiled_timeline(work)
     cue = next(c for c in tl["cues"] if c["id"] == CUE)
-    c0 = float(cue["start"])
-    start_tl = c0 - LEAD_S
+    c0, c1 = float(cue["start"]), float(cue["end"])
+    start_tl = (0.0 if whole else c0) - LEAD_S
     rng = np.random.default_rng(seed)
     seat = seat_position_m()
     planned = np.array(sorted(b["time"] for b in tl["beats"] if b["cue"] == CUE))
     struck = c0 + (planned - c0) * TEMPO_RATIO + rng.normal(0.0, DRUM_JITTER_S, len(planned))
     notes_by: dict[str, list] = {}
     for n in tl["notes"]:
-        if n["cue"] == CUE and n["instrument"] in cue["instruments"]:
+        if whole or (n["cue"] == CUE and n["instrument"] in cue["instruments"]):
             notes_by.setdefault(n["instrument"], []).append(n)
     arrivals = []
     parts = []
@@ -187,12 +191,16 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav") -> FluidMix:
         if info["family"] == "voice" and name_i != "歌":
             continue                          # the 获者's and 大射正's calls are not the band
         t = np.array([n["time"] for n in notes])
-        if info["kind"] == "建鼓":
-            idx = np.searchsorted(planned, t)
-            assert np.allclose(planned[idx], t), "a 建鼓 note off the planned strokes"
-            played = struck[idx]
+        shejie = (t >= c0) & (t <= c1)
+        if info["kind"] == "建鼓":            # the drummer's strokes, and any outside the 射节
+            idx = np.clip(np.searchsorted(planned, t), 0, len(planned) - 1)
+            assert np.allclose(planned[idx[shejie]], t[shejie]), "a 建鼓 note off the plan"
+            played = t.copy()
+            played[shejie] = struck[idx[shejie]]
+            played[~shejie] += rng.normal(0.0, BAND_JITTER_S, int((~shejie).sum()))
         else:
-            played = c0 + (t - c0) * TEMPO_RATIO + rng.normal(0.0, BAND_JITTER_S, len(t))
+            played = np.where(shejie, c0 + (t - c0) * TEMPO_RATIO, t) \
+                + rng.normal(0.0, BAND_JITTER_S, len(t))
         program = program_of(info)
         keys = np.array([info["gm_drum_key"] if program is None else n["midi"] for n in notes])
         parts.append(Part(name_i, program, played - start_tl,
@@ -207,19 +215,19 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav") -> FluidMix:
         assert SF2.exists(), f"{SF2} is needed (fluid-soundfont-gm)"
         length = int((max(p.times_s.max() + p.durations_s.max() for p in parts) + TAIL_S) * SR)
         mix = np.zeros(length, dtype=np.float64)
-        first = None                  # (delay s, stem, note-ons) of the nearest 建鼓
+        first = None                  # (delay s, stem) of the nearest 建鼓
         for part, (name_i, gain, delay) in zip(parts, arrivals):
             y = render_part(part, work)
             i = int(round(delay * SR))
             m = min(len(y), length - i)
             mix[i:i + m] += gain * y[:m]
             if tl["instruments"][name_i]["kind"] == "建鼓" and (first is None or delay < first[0]):
-                first = (i / SR, y, part.times_s)
+                first = (i / SR, y)
         rms = math.sqrt(float(np.mean(mix * mix)))
         mix += rms * 10 ** (-NOISE_BELOW_DB / 20) * pink_noise(length, rng)
         mix *= 0.5 / float(np.abs(mix).max())
         sf.write(path, mix.astype(np.float32), SR, subtype="FLOAT")
-        np.save(truth, first[0] + sound_starts(first[1], first[2]))
+        np.save(truth, first[0] + sound_starts(first[1], struck - start_tl))
     heard = {p.instrument: p.times_s + delay for p, (_, _, delay) in zip(parts, arrivals)}
     return FluidMix(path, np.load(truth), planned, float(start_tl), struck, heard)
 

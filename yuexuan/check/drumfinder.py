@@ -41,6 +41,7 @@ THRESHOLD = 0.5      # confidence below which a stroke is doubtful
 KEEP = 0.2           # candidates less drum-like than this are not taken for strokes at all
 LEVEL_SPAN_DB = 30.0  # a stroke this many dB below the drum's typical level has confidence 0
 SEED_FACTOR = 2      # seeds are sought among this many × the planned strokes, strongest first
+DRIFT_ALLOWED = 0.05  # the live 射节 may last this much longer than planned (5 %)
 OFF_PLAN = 0.125     # × the beat gap: onsets farther than this from every heard plan stroke are
                      # the model's examples of what is not the drum
 FINDER = ("HPSS low-band percussive onsets (librosa), a timbre model learnt from the recording's "
@@ -58,6 +59,7 @@ class DrumModel:
     level: float             # the seeds' median attack-band peak (sample amplitude)
     seeds: np.ndarray        # candidate indices of the seeds
     others: np.ndarray       # candidate indices of the off-plan onsets
+    span_s: tuple            # (from, to): where the 射节 is heard, recording clock, s
 
 
 def heard_plan(plan: np.ndarray, al: onsets.Alignment, live_rec_s: np.ndarray) -> np.ndarray:
@@ -78,15 +80,40 @@ def fisher_axis(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     return np.linalg.solve(cov + lam * np.eye(len(cov)), pos.mean(axis=0) - mu_neg)
 
 
+def coarse_start(times_s: np.ndarray, plan: np.ndarray, gap_s: float) -> float:
+    """The timeline time of the recording's first sample, roughly (within a few beats): the
+    shift ``plan − time`` on which most (planned stroke, onset) pairs agree, in bins of a quarter
+    beat counted two at a time (a drift of a few tenths of a percent smears the true shift over
+    a second or two). Hand-written: a histogram of pairwise differences is four numpy lines."""
+    shifts = np.subtract.outer(plan, times_s).ravel()
+    width = gap_s / 4
+    counts, edges = np.histogram(shifts, bins=max(1, int(np.ptp(shifts) / width) + 1))
+    pair = counts[:-1] + counts[1:] if len(counts) > 1 else counts
+    k = int(np.argmax(pair))
+    inside = shifts[(shifts >= edges[k]) & (shifts <= edges[min(k + 2, len(edges) - 1)])]
+    return float(np.median(inside))
+
+
+def plan_window(plan: np.ndarray, start_s: float, gap_s: float) -> tuple[float, float]:
+    """The span of the recording (its clock, s) where the planned strokes can be heard from
+    ``start_s``: two beats either side, and up to ``DRIFT_ALLOWED`` of the 射节 longer."""
+    span = float(plan[-1] - plan[0])
+    return (float(plan[0] - start_s - 2 * gap_s),
+            float(plan[-1] - start_s + 2 * gap_s + DRIFT_ALLOWED * span))
+
+
 def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> DrumModel:
     """The model from the strongest candidates that fall on the plan (the module's steps 1–2)."""
+    gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
     top = np.sort(np.argsort(c.strength)[::-1][:SEED_FACTOR * len(plan)])
+    lo, hi = plan_window(plan, start_s if start_s is not None else
+                         coarse_start(c.time_s[top], plan, gap), gap)
+    top = top[(c.time_s[top] >= lo) & (c.time_s[top] <= hi)]
     al = onsets.align(c.time_s[top], plan, start_s)
     seeds = top[al.live_index]
     if len(seeds) < 3:
         raise UserError("no drum strokes found in the recording: none falls on the planned beats")
     heard = heard_plan(plan, al, c.time_s[seeds])
-    gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
     j = np.clip(np.searchsorted(heard, c.time_s), 1, len(heard) - 1)
     near = np.minimum(np.abs(c.time_s - heard[j - 1]), np.abs(c.time_s - heard[j]))
     others = np.flatnonzero(near > OFF_PLAN * gap)
@@ -95,7 +122,8 @@ def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> Dr
     score = x @ axis
     other = float(np.percentile(score[others], 99)) if len(others) else 0.0
     return DrumModel(axis, float(np.median(score[seeds])), other,
-                     float(np.median(c.level[seeds])), seeds, others)
+                     float(np.median(c.level[seeds])), seeds, others,
+                     (float(heard[0] - gap), float(heard[-1] + gap)))
 
 
 def drum_like(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
@@ -130,7 +158,8 @@ def strokes(c: drumband.Candidates, plan: np.ndarray, start_s: float | None = No
     model = learn(c, plan, start_s)
     like = drum_like(c, model)
     conf = like * loud(c, model)
-    kept = np.flatnonzero(like >= KEEP)
+    inside = (c.time_s >= model.span_s[0]) & (c.time_s <= model.span_s[1])
+    kept = np.flatnonzero((like >= KEEP) & inside)
     al = onsets.align(c.time_s[kept], plan, start_s)
     matched = np.zeros(len(kept), dtype=bool)
     matched[al.live_index] = True
