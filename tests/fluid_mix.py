@@ -166,11 +166,11 @@ def pink_noise(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def build_mix(work: Path, seed: int = 14, name: str = "mix.wav",
-              whole: bool = False) -> FluidMix:
+              whole: bool = False, drum: bool = True) -> FluidMix:
     """Render the mix into ``work`` (reused when already there) and return it with its truth.
     ``whole``: the whole ceremony (25 min, every cue's band and song, the 陔 and 骜's 建鼓
     strokes too) with the 射节 played as above and the rest on the plan; the truth is the 射节's
-    strokes."""
+    strokes. ``drum=False``: everything but the 建鼓 (no truth: ``true_s`` is empty)."""
     work.mkdir(parents=True, exist_ok=True)
     tl = compiled_timeline(work)
     cue = next(c for c in tl["cues"] if c["id"] == CUE)
@@ -190,6 +190,8 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav",
         info = tl["instruments"][name_i]
         if info["family"] == "voice" and name_i != "歌":
             continue                          # the 获者's and 大射正's calls are not the band
+        if info["kind"] == "建鼓" and not drum:
+            continue
         t = np.array([n["time"] for n in notes])
         shejie = (t >= c0) & (t <= c1)
         if info["kind"] == "建鼓":            # the drummer's strokes, and any outside the 射节
@@ -227,7 +229,8 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav",
         mix += rms * 10 ** (-NOISE_BELOW_DB / 20) * pink_noise(length, rng)
         mix *= 0.5 / float(np.abs(mix).max())
         sf.write(path, mix.astype(np.float32), SR, subtype="FLOAT")
-        np.save(truth, first[0] + sound_starts(first[1], struck - start_tl))
+        np.save(truth, first[0] + sound_starts(first[1], struck - start_tl) if first else
+                np.zeros(0))
     heard = {p.instrument: p.times_s + delay for p, (_, _, delay) in zip(parts, arrivals)}
     return FluidMix(path, np.load(truth), planned, float(start_tl), struck, heard)
 
@@ -251,3 +254,9 @@ def sound_starts(stem: np.ndarray, note_on_s: np.ndarray) -> np.ndarray:
 def fluid_mix(tmp_path_factory) -> FluidMix:
     """The mix of this module's doc, rendered once per test session."""
     return build_mix(tmp_path_factory.mktemp("fluid_mix"))
+
+
+@pytest.fixture(scope="session")
+def fluid_mix_without_drum(tmp_path_factory) -> FluidMix:
+    """The same band, 鼙, song and noise with no 建鼓, rendered once per test session."""
+    return build_mix(tmp_path_factory.mktemp("fluid_mix_no_drum"), drum=False)

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from fluid_mix import CUES, fluid_mix  # noqa: F401  (the session fixture)
+from fluid_mix import CUES, fluid_mix, fluid_mix_without_drum  # noqa: F401  (session fixtures)
 from yuexuan.check import drumband, drumfinder
 
 TOLERANCE_S = 0.010
@@ -103,3 +103,19 @@ def test_check_releases_on_the_heard_drum_and_refuses_off_it(fluid_mix, tmp_path
                                                np.flatnonzero(reasons[n_on:] != "不鼓不释")]
     assert len(off) > 500                      # the 鼙, bells, stones and song were shot at
     assert doc["drum"]["matched"] >= 110 and doc["drum"]["extra"] <= 5
+
+
+def test_no_drum_heard_is_said_not_guessed(fluid_mix_without_drum, tmp_path):  # noqa: F811
+    """The same mix with no 建鼓: the 鼙, bells and song are not taken for it; check stops with
+    one line naming the recording, exit status 2."""
+    m = fluid_mix_without_drum
+    log = tmp_path / "shots.csv"
+    log.write_text("time,archer,rank,role,target,result,pair,round\n"
+                   + "\n".join(shot_rows(m.planned_s[:4])) + "\n", encoding="utf-8")
+    for start in ([], ["--audio-start", f"{m.start_s!r}"]):
+        r = subprocess.run([sys.executable, "-m", "yuexuan", "check", str(CUES), str(log),
+                            "--beats-from", str(m.path), *start],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 2 and r.stdout == "", r.stdout
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+        assert str(m.path) in r.stderr and "no drum strokes found" in r.stderr

@@ -118,6 +118,10 @@ def scan_block(y: np.ndarray, t0_s: float, core_s: tuple[float, float]) -> Candi
     import librosa
     from scipy import signal
 
+    if len(y) < N_FFT:                       # shorter than one window: nothing to find
+        none = np.zeros(0)
+        return Candidates(none, none, none, np.zeros((0, _bins(0.0, TIMBRE_MAX_HZ).stop),
+                                                     dtype=np.float32), none, none)
     perc = percussive_low(y)
     db = librosa.amplitude_to_db(perc, ref=1.0, amin=1e-5, top_db=None)
     # center=False: perc's frames are already centred (librosa.stft center=True)

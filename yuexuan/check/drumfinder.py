@@ -40,6 +40,8 @@ from yuexuan.errors import UserError
 THRESHOLD = 0.5      # confidence below which a stroke is doubtful
 KEEP = 0.2           # candidates less drum-like than this are not taken for strokes at all
 LEVEL_SPAN_DB = 30.0  # a stroke this many dB below the drum's typical level has confidence 0
+MAX_SEED_JITTER = 0.025  # × the beat gap: the seeds' median |2nd difference of drift| above this
+                         # is not a drummer keeping the beat (8 ms of jitter gives ~13 ms, 30 ms ~50)
 SEED_FACTOR = 2      # seeds are sought among this many × the planned strokes, strongest first
 DRIFT_ALLOWED = 0.05  # the live 射节 may last this much longer than planned (5 %)
 OFF_PLAN = 0.125     # × the beat gap: onsets farther than this from every heard plan stroke are
@@ -113,6 +115,11 @@ def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> Dr
     seeds = top[al.live_index]
     if len(seeds) < 3:
         raise UserError("no drum strokes found in the recording: none falls on the planned beats")
+    jitter = float(np.median(np.abs(np.diff(al.drift_s, 2))))
+    if jitter > MAX_SEED_JITTER * gap:
+        raise UserError(f"no drum strokes found in the recording: its strongest low onsets do not "
+                        f"keep the plan's beat (they stray {1000 * jitter:.0f} ms from one stroke "
+                        f"to the next; a drummer, under {1000 * MAX_SEED_JITTER * gap:.0f} ms)")
     heard = heard_plan(plan, al, c.time_s[seeds])
     j = np.clip(np.searchsorted(heard, c.time_s), 1, len(heard) - 1)
     near = np.minimum(np.abs(c.time_s - heard[j - 1]), np.abs(c.time_s - heard[j]))
@@ -177,7 +184,12 @@ def find(path: str | Path, plan: np.ndarray, start_s: float | None = None) -> Fo
     c = drumband.scan(path)
     if len(c.time_s) < 2:
         raise UserError("no drum strokes found in the recording", file=str(path))
-    return strokes(c, np.sort(np.asarray(plan, dtype=np.float64)), start_s)
+    try:
+        return strokes(c, np.sort(np.asarray(plan, dtype=np.float64)), start_s)
+    except UserError as e:              # name the recording the strokes were sought in
+        if e.file is None and "strokes" in e.message:
+            raise UserError(e.message, file=str(path)) from None
+        raise
 
 
 def evidence(path: str | Path, plan: np.ndarray, start_s: float | None = None):
