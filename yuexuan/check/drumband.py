@@ -46,7 +46,7 @@ ATTACK_BAND_HZ = (30.0, 250.0)
 ATTACK_ORDER = 2                # Butterworth order of the attack band (zero-phase: twice that)
 ATTACK_RISE = 0.3               # fraction of the rise that marks the attack
 ATTACK_SEARCH_S = (-0.05, 0.04)  # where the attack is sought around the onset frame, s
-BLOCK_S = 20.0                  # seconds decoded at a time (peak memory ~ 3 MB a second of block)
+BLOCK_S = 20.0                  # seconds decoded at a time (memory: bench/bench_drum.py)
 MARGIN_S = 1.0                  # context either side of a block's own span, s (whole hops)
 
 
