@@ -151,7 +151,7 @@ def main(argv: list[str]) -> int:
           f"{fnd['wall_s'] / dec['wall_s']:.1f}× decoding; peak memory {fnd['peak_mb']} MB "
           f"(target < 500 MB; {short['peak_mb']} MB on the {mix_s / 60:.1f}-min mix itself: "
           f"most of it is librosa with numba, loaded at the first call); "
-          f"{fnd['candidates']} candidates")
+          f"{fnd['candidates']} candidates, {fnd['matched']} strokes matched")
     print("SUMMARY " + json.dumps({"accuracy": acc, "drum_track_detector": old, "ceremony": cer,
                                    "hour_s": round(seconds, 1),
                                    "decode_s_per_hour": round(dec["wall_s"] * per_hour, 2),

@@ -107,10 +107,12 @@ def plan_window(plan: np.ndarray, start_s: float, gap_s: float) -> tuple[float, 
 def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> DrumModel:
     """The model from the strongest candidates that fall on the plan (the module's steps 1–2)."""
     gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
-    top = np.sort(np.argsort(c.strength)[::-1][:SEED_FACTOR * len(plan)])
-    lo, hi = plan_window(plan, start_s if start_s is not None else
-                         coarse_start(c.time_s[top], plan, gap), gap)
-    top = top[(c.time_s[top] >= lo) & (c.time_s[top] <= hi)]
+    n = SEED_FACTOR * len(plan)
+    if start_s is None:
+        start_s_guess = coarse_start(c.time_s[np.argsort(c.strength)[::-1][:n]], plan, gap)
+    lo, hi = plan_window(plan, start_s if start_s is not None else start_s_guess, gap)
+    inside = np.flatnonzero((c.time_s >= lo) & (c.time_s <= hi))
+    top = np.sort(inside[np.argsort(c.strength[inside])[::-1][:n]])
     al = onsets.align(c.time_s[top], plan, start_s)
     seeds = top[al.live_index]
     if len(seeds) < 3:
@@ -123,7 +125,7 @@ def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> Dr
     heard = heard_plan(plan, al, c.time_s[seeds])
     j = np.clip(np.searchsorted(heard, c.time_s), 1, len(heard) - 1)
     near = np.minimum(np.abs(c.time_s - heard[j - 1]), np.abs(c.time_s - heard[j]))
-    others = np.flatnonzero(near > OFF_PLAN * gap)
+    others = inside[near[inside] > OFF_PLAN * gap]     # the 射节's other onsets
     x = c.timbre.astype(np.float64)
     axis = fisher_axis(x[seeds], x[others])
     score = x @ axis
