@@ -15,9 +15,12 @@ DEFAULT_CUES = ROOT / "cues" / "dashe.toml"
 # The tests that need the Debian tools of tests/system-deps.sh, marked ``system`` here (not in each
 # file) so that a developer without root runs the rest with ``pytest -m "not system"``; CI runs all.
 # Whole modules, by file name:
-SYSTEM_MODULES = {"test_fluidsynth_mts.py": "fluidsynth", "test_live_jack.py": "jackd"}
+SYSTEM_MODULES = {"test_fluidsynth_mts.py": "fluidsynth", "test_live_jack.py": "jackd",
+                  "test_live_judge_jack.py": "jackd", "test_drum_mix.py": "fluidsynth"}
 # Tests that use one of these fixtures (directly or through another fixture):
-SYSTEM_FIXTURES = {"browser": "chromium", "jack": "jackd", "jack_worker": "jackd", "jack_servers": "jackd"}
+SYSTEM_FIXTURES = {"browser": "chromium", "jack": "jackd", "jack_worker": "jackd", "jack_servers": "jackd",
+                   "jack_sync": "jackd", "jack_async": "jackd", "fluid_mix": "fluidsynth",
+                   "phone_video": "ffmpeg, fluidsynth"}
 # Single tests, by function name:
 SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond",
                 "test_killed_score_pdf_keeps_the_previous_pdf": "lilypond"}

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 
+from system_tools import vnu_command
 from test_check_drum import CUES, SR, synth_drum
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
@@ -154,15 +153,10 @@ def test_plot_is_a_valid_svg_with_every_mark(outputs, plan):
     assert xs == sorted(xs) and xs[0] < xs[-1]
 
 
-@pytest.mark.skipif(not shutil.which("java") or not shutil.which("npm"),
-                    reason="the Nu Html Checker needs Java and npm (tests/system-deps.sh)")
+@pytest.mark.system("java, vnu-jar")
 def test_plot_passes_the_nu_checker(outputs):
-    root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True).stdout.strip()
-    jar = Path(root) / "vnu-jar" / "build" / "dist" / "vnu.jar"
-    if not jar.exists():
-        pytest.skip("vnu.jar not installed")
-    r = subprocess.run(["java", "-jar", str(jar), "--svg", "--errors-only",
-                        str(outputs / "drum.svg")], capture_output=True, text=True, timeout=180)
+    r = subprocess.run([*vnu_command(), "--svg", "--errors-only", str(outputs / "drum.svg")],
+                       capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr
 
 

@@ -10,7 +10,6 @@ a file it could not read, so silence alone proves nothing).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -18,26 +17,12 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from conftest import DEFAULT_CUES, run_cli
+from system_tools import vnu_command
 
 pytestmark = pytest.mark.system("java, vnu-jar")
 
 BROKEN_PAGE = "<!doctype html><html lang=en><head></head><body><p><div></p></body></html>\n"
 BROKEN_SVG = '<svg xmlns="http://www.w3.org/2000/svg"><rect foo="1"/></svg>\n'
-
-
-def vnu_command() -> list[str]:
-    """``java -jar …/vnu.jar``; the test FAILS (not skips) naming what is missing."""
-    java = shutil.which("java")
-    npm = shutil.which("npm")
-    root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True).stdout.strip() if npm else ""
-    jar = Path(root) / "vnu-jar" / "build" / "dist" / "vnu.jar"
-    missing = ([] if java else ["java (Debian default-jre-headless)"]) + \
-              ([] if npm else ["npm (Debian npm)"]) + \
-              ([] if npm and jar.is_file() else [f"vnu.jar (npm install -g vnu-jar; looked for {jar})"])
-    if missing:
-        pytest.fail("the Nu Html Checker cannot run: missing " + ", ".join(missing)
-                    + "; run tests/system-deps.sh as root", pytrace=False)
-    return [java, "-jar", str(jar)]
 
 
 def vnu_errors(files: list[Path]) -> dict[Path, list[str]]:

@@ -9,7 +9,6 @@ length measured against the truth. Bad files are tried as a user meets them: thr
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tracemalloc
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from system_tools import require
 from yuexuan.check import recording
 from yuexuan.cli import main
 from yuexuan.errors import UserError
@@ -30,8 +30,7 @@ SR_FILE = 44100
 BURSTS_S = np.array([0.5, 1.25, 2.0, 3.1])
 LEFT_HZ, RIGHT_HZ = 440.0, 660.0
 
-needs_ffmpeg = pytest.mark.skipif(not shutil.which("ffmpeg"),
-                                  reason="ffmpeg (tests/system-deps.sh) makes the encoded files")
+needs_ffmpeg = pytest.mark.system("ffmpeg")     # makes the encoded files; fails without it
 
 
 def known_signal() -> np.ndarray:
@@ -75,13 +74,13 @@ def files(tmp_path_factory) -> dict:
     wav = d / "known.wav"
     sf.write(wav, known_signal(), SR_FILE, subtype="PCM_16")
     out = {"wav": wav}
-    if shutil.which("ffmpeg"):
-        for name, codec in (("flac", ["-c:a", "flac"]), ("mp3", ["-c:a", "libmp3lame", "-b:a", "192k"]),
-                            ("mp4", ["-c:a", "aac", "-b:a", "192k"]), ("mov", ["-c:a", "aac", "-b:a", "192k"])):
-            p = d / f"known.{name}"
-            subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", str(wav), *codec, str(p)],
-                           check=True, timeout=60)
-            out[name] = p
+    require("ffmpeg")
+    for name, codec in (("flac", ["-c:a", "flac"]), ("mp3", ["-c:a", "libmp3lame", "-b:a", "192k"]),
+                        ("mp4", ["-c:a", "aac", "-b:a", "192k"]), ("mov", ["-c:a", "aac", "-b:a", "192k"])):
+        p = d / f"known.{name}"
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", str(wav), *codec, str(p)],
+                       check=True, timeout=60)
+        out[name] = p
     return out
 
 
@@ -189,9 +188,7 @@ def phone_video(tmp_path_factory):
     MPEG-4 picture, as a phone would record the range."""
     from fluid_mix import build_mix
 
-    for tool in ("ffmpeg", "fluidsynth"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} (tests/system-deps.sh) makes the mix and the MP4")
+    require("ffmpeg", "fluidsynth")             # they make the mix and the MP4
     base = tmp_path_factory.getbasetemp()
     # the mix another test of this run rendered already (tests/fluid_mix.py's fixture), if any:
     # build_mix reuses a finished render (its truth file is written last)
