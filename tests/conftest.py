@@ -52,6 +52,20 @@ def default_cues() -> Path:
 
 
 @pytest.fixture(scope="session")
+def ceremony():
+    """The default cue sheet compiled whole."""
+    from yuexuan.compiler import compile_file
+    return compile_file(DEFAULT_CUES)
+
+
+@pytest.fixture(scope="session")
+def lishou():
+    """The default cue sheet's 貍首 cue (round 3, the 射节) compiled alone."""
+    from yuexuan.compiler import compile_file
+    return compile_file(DEFAULT_CUES, ["lishou"])
+
+
+@pytest.fixture(scope="session")
 def default_timeline():
     from yuexuan.compiler import compile_file
     return compile_file(DEFAULT_CUES)

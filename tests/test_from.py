@@ -32,11 +32,6 @@ def jack():
         yield env
 
 
-@pytest.fixture(scope="module")
-def ceremony():
-    return compile_file(DASHE)
-
-
 def test_time_forms(ceremony):
     start, end = ceremony.cue("lishou").start, ceremony.cue("lishou").end
     assert window_time(ceremony, "lishou") == start

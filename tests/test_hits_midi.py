@@ -17,21 +17,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import rtmidi
-from pythonosc.dispatcher import Dispatcher
 from pythonosc.osc_message_builder import OscMessageBuilder
-from pythonosc.osc_server import BlockingOSCUDPServer
 from pythonosc.udp_client import SimpleUDPClient
 
 from jack_support import Recorder, diagnosis, jack_server, log_mark
+from osc_support import OscInbox, free_udp_port
 from yuexuan.compiler import compile_file
 from yuexuan.rite import courtyard
 
@@ -46,38 +43,6 @@ SPEED_M_S = 60.0                       # its arrow_speed_m_s
 def jack():
     with jack_server(sync=True) as env:
         yield env
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Inbox:
-    """OSC received on a thread: (monotonic arrival, address, args)."""
-
-    def __init__(self):
-        d = Dispatcher()
-        d.set_default_handler(lambda a, *args: self.got.append((time.monotonic(), a, list(args))))
-        self.got: list = []
-        self.server = BlockingOSCUDPServer(("127.0.0.1", 0), d)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
-
-    def first(self, address: str, timeout: float) -> tuple:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            for m in list(self.got):
-                if m[1] == address:
-                    return m
-            time.sleep(0.002)
-        raise AssertionError(f"no {address} within {timeout} s; got {self.got[:5]}")
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def _loose(archer: str, time_s: float):
@@ -100,8 +65,8 @@ def test_pads_on_the_targets_are_judged_as_the_schedule_says(jack, tmp_path, mon
     mark = log_mark(jack)
     pads = rtmidi.MidiOut(rtmidi.API_UNIX_JACK, name="pads")
     pads.open_virtual_port("out")
-    inbox = Inbox()
-    osc_port = _free_port()
+    inbox = OscInbox()
+    osc_port = free_udp_port()
     log, report = tmp_path / "live.csv", tmp_path / "r.json"
     rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
     sent = []                                           # (what, monotonic when sent)
@@ -113,7 +78,7 @@ def test_pads_on_the_targets_are_judged_as_the_schedule_says(jack, tmp_path, mon
              "--shots-log", str(log), "--hits-midi", "pads", "--report", str(report)],
             env=jack, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
-        cue_at, _, _ = inbox.first("/yuexuan/cue", 30)
+        cue_at, _, _ = inbox.wait_for("/yuexuan/cue", 30)
         origin = cue_at - FROM_S                        # ≈ monotonic of selection time 0
         osc = SimpleUDPClient("127.0.0.1", osc_port)
 

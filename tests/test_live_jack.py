@@ -48,11 +48,6 @@ def jack_diag(jack):
     return lambda: diagnosis(jack, mark)
 
 
-@pytest.fixture(scope="module")
-def lishou():
-    return compile_file(DASHE, ["lishou"])
-
-
 class Play:
     """``yuexuan play`` in a subprocess, its stdout lines readable with a timeout."""
 

@@ -33,16 +33,6 @@ DASHE = ROOT / "cues" / "dashe.toml"
 T = 1.0                                     # an arrival time for parse, monotonic s
 
 
-@pytest.fixture(scope="module")
-def lishou():
-    return compile_file(DASHE, ["lishou"])
-
-
-@pytest.fixture(scope="module")
-def ceremony():
-    return compile_file(DASHE)
-
-
 # -- OSC in -------------------------------------------------------------------------------------
 def test_parse_loose_shot_and_commands():
     assert osc.parse("/yuexuan/loose", ("宾",), T) == osc.Loose("宾", None, T)

@@ -21,64 +21,16 @@ from pathlib import Path
 
 import mido
 import pytest
-from pythonosc.dispatcher import Dispatcher
-from pythonosc.osc_server import BlockingOSCUDPServer
 from pythonosc.udp_client import SimpleUDPClient
 
 from jack_support import Recorder, diagnosis, jack_server, log_mark
-from yuexuan.compiler import compile_file
+from osc_support import OscInbox, free_udp_port
 from yuexuan.midi import osc
 from yuexuan.midi.smf import assign_tracks
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"
 FROM_S, UNTIL_S = 11.0, 31.0       # 貍首 from just before the 上耦's first shooting stroke
-
-
-@pytest.fixture(scope="module")
-def lishou():
-    return compile_file(DASHE, ["lishou"])
-
-
-@pytest.fixture(scope="module")
-def ceremony():
-    return compile_file(DASHE)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class OscInbox:
-    """An OSC server on a thread in this process: every message with its monotonic arrival."""
-
-    def __init__(self):
-        d = Dispatcher()
-        d.set_default_handler(lambda address, *args: self.got.append(
-            (time.monotonic(), address, list(args))))
-        self.got: list = []
-        self.server = BlockingOSCUDPServer(("127.0.0.1", 0), d)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
-
-    def wait_for(self, address: str, timeout: float) -> tuple:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            for m in self.got:
-                if m[1] == address:
-                    return m
-            time.sleep(0.002)
-        raise AssertionError(f"no {address} within {timeout} s; got {self.got[:5]}")
-
-    def of(self, address: str) -> list:
-        return [m for m in self.got if m[1] == address]
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def _play(env, osc_port, out_port, log, report, *extra):
@@ -127,7 +79,7 @@ def test_osc_shots_judged_heard_logged(jack_sync, lishou, ceremony, tmp_path):
     env, diag = jack_sync
     shift = next(c.start for c in ceremony.cues if c.id == "lishou")   # selection → ceremony
     strokes = [b for b in lishou.beats if b.shoot and b.pair == "上耦" and b.time >= FROM_S + 1]
-    inbox, osc_port = OscInbox(), _free_port()
+    inbox, osc_port = OscInbox(), free_udp_port()
     rec = Recorder(env, "rec", tmp_path / "rec.jsonl")
     log, report = tmp_path / "shots.csv", tmp_path / "r.json"
     sent = []                       # (monotonic send time of the shot, arrow)
@@ -221,7 +173,7 @@ def test_sigkill_keeps_every_verdict_sent(jack_async, tmp_path):
     """SIGKILL mid-round: every shot whose /yuexuan/verdict had arrived is in the log, and check
     reads the log (a last line cut short is dropped with a warning)."""
     env = jack_async
-    inbox, osc_port = OscInbox(), _free_port()
+    inbox, osc_port = OscInbox(), free_udp_port()
     log, report = tmp_path / "shots.csv", tmp_path / "r.json"
     play = _play(env, osc_port, inbox.port, log, report)
     try:
@@ -259,7 +211,7 @@ def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
     """/yuexuan/go, hold (twice: hold, resume), stop and panic do what the keys do; --osc-out
     sends a /yuexuan/cue at each cue start."""
     env, diag = jack_sync
-    inbox, osc_port = OscInbox(), _free_port()
+    inbox, osc_port = OscInbox(), free_udp_port()
     rec = Recorder(env, "rec", tmp_path / "rec.jsonl")
     lines: list = []
     try:

@@ -1,0 +1,48 @@
+"""OSC on the test's side of a live show: a free UDP port and an inbox that records what the show sends."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+from pythonosc.dispatcher import Dispatcher
+from pythonosc.osc_server import BlockingOSCUDPServer
+
+
+def free_udp_port() -> int:
+    """A UDP port on 127.0.0.1 that nothing is bound to now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class OscInbox:
+    """An OSC server on a thread in this process: every message as (monotonic arrival s, address, args)."""
+
+    def __init__(self):
+        d = Dispatcher()
+        d.set_default_handler(lambda address, *args: self.got.append(
+            (time.monotonic(), address, list(args))))
+        self.got: list = []
+        self.server = BlockingOSCUDPServer(("127.0.0.1", 0), d)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
+
+    def wait_for(self, address: str, timeout: float) -> tuple:
+        """The first message to ``address``, waiting up to ``timeout`` s (AssertionError after)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for m in list(self.got):
+                if m[1] == address:
+                    return m
+            time.sleep(0.002)
+        raise AssertionError(f"no {address} within {timeout} s; got {self.got[:5]}")
+
+    def of(self, address: str) -> list:
+        return [m for m in self.got if m[1] == address]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
