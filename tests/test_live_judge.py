@@ -273,6 +273,37 @@ def _hub(tmp_path, ceremony, lishou, order, show=None):
                        judging.ceremony_clock(lishou, ceremony), calls, log, out), show, out
 
 
+def test_round_two_is_announced_after_its_last_cue_not_after_the_sanou(tmp_path, ceremony):
+    # round 2 is shot in two cues (the 三耦's, then the 公's and the rest's): the 释获者 announces
+    # it once, when the second ends; round 1 and round 3 each close with their one cue
+    shooting = [c for c in ceremony.cues if c.kind in live_calls.SHOOTING_KINDS]
+    assert [(c.id, c.round) for c in shooting] == [
+        ("round1", 1), ("round2_sanou", 2), ("round2_rest", 2), ("lishou", 3)]
+    assert judging.round_closing_cues(ceremony) == {"round1", "round2_rest", "lishou"}
+    sanou, rest = ceremony.cue("round2_sanou"), ceremony.cue("round2_rest")
+    order = []
+    hub = judging.Hub(Judge(rules_for(ceremony, DataSource()), round_rosters(ceremony)),
+                      FakeShow(order, t=(sanou.start + sanou.end) / 2),
+                      judging.ceremony_clock(ceremony, ceremony), {}, None, FakeOut(order),
+                      closers=judging.round_closing_cues(ceremony))
+    hub.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
+                          "result": "贯", "pair": "上耦", "round": 2}, T))
+    hub.cue_ended(sanou)
+    assert hub.round_ends == []                      # the 公 and the rest have yet to shoot
+    hub.show.t = (rest.start + rest.end) / 2
+    hub.deliver(osc.Shot({"archer": "公", "rank": "公", "role": "下射", "target": "大侯",
+                          "result": "贯", "pair": "公耦", "round": 2}, T))
+    hub.cue_ended(rest)
+    assert [tuple(e) for e in hub.round_ends] == [(2, 1, 1, "左右钧")]
+    # a saved timeline of no rounds: every shooting cue closes what was judged in it (as before)
+    old = judging.Hub(Judge(rules_for(ceremony, DataSource()), None), FakeShow([], t=sanou.start + 1),
+                      judging.ceremony_clock(ceremony, ceremony), {}, None, None)
+    old.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
+                          "result": "贯", "pair": "上耦", "round": 2}, T))
+    old.cue_ended(sanou)
+    assert [e.round for e in old.round_ends] == [2]
+
+
 def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
     order = []
     hub, show, out = _hub(tmp_path, ceremony, lishou, order)

@@ -55,6 +55,9 @@ class Cue:
     # source, attendants?}; an instrument not listed is at its instruments[…].position_m
     # (docs/timeline.md, "places"; the render places its notes there)
     places: dict = field(default_factory=dict)
+    # the round (1, 2, 3) a shooting cue (kind shoot or shejie) belongs to; None for the others.
+    # Round 2 is shot in two cues (the 三耦, then the 公 and the rest, 去侯 again between them)
+    round: int | None = None
 
 
 @dataclass(frozen=True)

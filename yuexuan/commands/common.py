@@ -54,13 +54,15 @@ def selection(args) -> list | None:
 
 
 def read_timeline(path: str, command: str, cue_ids: list | None = None,
-                  source: DataSource = DataSource(), shots: str | None = None):
+                  source: DataSource = DataSource(), shots: str | None = None,
+                  warn: bool = True):
     """The Timeline of ``path``, only the cues ``cue_ids`` when given: a cue sheet compiled now
     from the data of ``source`` (those cues alone, one after another with the sheet's gap), its
     compiler warnings printed on stderr; or a saved timeline (``.json``) read back and cut to those
     cues by :func:`yuexuan.timeline.select`. Either way time 0 is the first selected cue's start.
     The one loader of every command. ``shots``: a shot log whose arrows make the calls
-    (``--shots``; a cue sheet only)."""
+    (``--shots``; a cue sheet only). ``warn``: False for a second compile of the same sheet,
+    whose warnings were already printed."""
     if str(path).lower().endswith(".json"):
         if shots is not None:
             raise UserError("--shots needs a cue sheet to compile, not a saved timeline", file=str(path))
@@ -71,7 +73,7 @@ def read_timeline(path: str, command: str, cue_ids: list | None = None,
 
         log = read_shots(shots)
     tl, warnings = compile_path(path, cue_ids, source, log)
-    for w in warnings:
+    for w in warnings if warn else ():
         print(f"yuexuan {command}: warning: {w}", file=sys.stderr)
     return tl
 

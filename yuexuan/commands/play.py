@@ -113,7 +113,8 @@ def _live_judge(args, selection):
     from yuexuan.midi import judging
 
     source = data_source(args)
-    ceremony = read_timeline(args.cues_file, "play", None, source) if args.cues else selection
+    ceremony = (read_timeline(args.cues_file, "play", None, source, warn=False) if args.cues
+                else selection)
     rules = rules_mod.rules_from_args(args, ceremony, source)
     judge = Judge(rules, round_rosters(ceremony))
     # numpy's first calls in the judge take ~20 ms: spent here on a throwaway, not on the first hit
@@ -274,8 +275,9 @@ def run(args) -> int:
             control = ports.Input(args.api, args.control,
                                   lambda data: show.midi_in(data, go_trigger, stop_trigger))
         if judged:
-            from yuexuan.midi.judging import Hub
-            hub = Hub(judge, show, clock, calls, log, notify, commands.put)
+            from yuexuan.midi.judging import Hub, round_closing_cues
+            hub = Hub(judge, show, clock, calls, log, notify, commands.put,
+                      round_closing_cues(timeline))
         if listener is not None:
             listener.start()
         if args.hits_midi:

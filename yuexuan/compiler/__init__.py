@@ -12,7 +12,7 @@ from pathlib import Path
 
 from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_facts, voice_offsets
 from yuexuan.compiler.calls import calls_cue
-from yuexuan.compiler.logged import LoggedCalls
+from yuexuan.compiler.logged import LoggedCalls, cue_round
 from yuexuan.compiler.music import music_cue
 from yuexuan.compiler.shooting import shejie_cue, shoot_cue
 from yuexuan.data import DataSource
@@ -104,7 +104,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
         cues.append(Cue(spec.id, placed.piece or spec.piece, spec.action, t, placed.end, used, recon, source,
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
                         spec.gloss, tuple(placed.phrases), placed.beat_s,
-                        later_source=sounded.later_source(), places=places[spec.id]))
+                        later_source=sounded.later_source(), places=places[spec.id],
+                        round=cue_round(spec) if spec.kind in ("shoot", "shejie") else None))
         t = placed.end
         if t > MAX_TIMELINE_S:
             raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "

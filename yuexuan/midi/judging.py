@@ -56,6 +56,15 @@ def ceremony_clock(selection, ceremony) -> CeremonyClock:
     return CeremonyClock(tuple(c.start for c in cues), tuple(whole[c.id] - c.start for c in cues))
 
 
+def round_closing_cues(timeline) -> frozenset:
+    """The ids of the shooting cues of ``timeline`` after which no later cue of it shoots the same
+    round: where the 释获者 announces a round cut short. A cue of no known round (a timeline saved
+    before cues had one) closes what was judged in it."""
+    shooting = sorted((c for c in timeline.cues if c.kind in SHOOTING_KINDS), key=lambda c: c.start)
+    return frozenset(c.id for k, c in enumerate(shooting)
+                     if c.round is None or all(d.round != c.round for d in shooting[k + 1:]))
+
+
 def verdict_line(j) -> str:
     """One screen line for a judged shot (:class:`yuexuan.check.judge.JudgedShot`)."""
     r = j.row
@@ -77,12 +86,13 @@ class Hub:
     ``show``: a :class:`~yuexuan.midi.live_show.LiveShow`; ``calls``: :func:`yuexuan.midi.
     live_calls.call_templates`; ``log``: a :class:`yuexuan.check.logwriter.ShotLogWriter` or None;
     ``out``: an :class:`yuexuan.midi.osc.OscOut` or None; ``command(name)``: runs a show command
-    (the operator's queue)."""
+    (the operator's queue); ``closers``: :func:`round_closing_cues` of the show's timeline (None:
+    every shooting cue closes the rounds judged in it)."""
 
     def __init__(self, judge, show, clock: CeremonyClock, calls: dict, log=None, out=None,
-                 command=None):
+                 command=None, closers: frozenset | None = None):
         self.judge, self.show, self.clock, self.calls = judge, show, clock, calls
-        self.log, self.out, self.command = log, out, command
+        self.log, self.out, self.command, self.closers = log, out, command, closers
         self._lock = threading.RLock()     # a shot's error is reported under it
         self._recent: deque = deque(maxlen=SCREEN_LINES)  # latest lines but the tallies
         self.said: list = []            # every line, in order (printed when not a terminal)
@@ -162,13 +172,17 @@ class Hub:
 
     def cue_ended(self, cue) -> None:
         """A shooting cue has ended: the 释获者 announces each round judged in it whose roster had
-        not yet loosed every arrow (a rehearsal's part of a round, a round cut short)."""
+        not yet loosed every arrow (a rehearsal's part of a round, a round cut short), but not
+        the cue's own round while a later cue of the show shoots more of it (round 2's 三耦
+        before the 公)."""
         if cue.kind not in SHOOTING_KINDS:
             return
         lo, hi = self.clock.ceremony_s(cue.start), self.clock.ceremony_s(cue.end)
         with self._lock:
             rounds = {int(r["round"]) for r in self.judge.rows if lo <= r["time"] <= hi}
             done = {e.round for e in self.round_ends}
+            if self.closers is not None and cue.id not in self.closers:
+                done.add(cue.round)
             for t in self._tallies():
                 if t["round"] in rounds - done:
                     self.round_ends.append(RoundEnd(t["round"], t["右"], t["左"],
