@@ -6,7 +6,9 @@ Theirs: the same note (nearest MIDI key, velocity 100) rendered by ``fluidsynth 
 (reverb and chorus off: dry like ours) from a MIDI file written with mido; small drums from the GM
 drum kit on channel 10. Both are measured by the same functions:
 
-- onsets: ``librosa.onset.onset_detect`` with its default settings, on the whole file (one stroke);
+- onsets: ``librosa.onset.onset_detect`` with its default settings, on the whole file (one stroke)
+  after 0.5 s of silence (as in a render: an onset at the file's first frame is never detected,
+  and the detector's normalisation then takes a later ripple for the peak);
 - attack: 10 % → 90 % of the peak of the amplitude envelope (peak |x| over the last 10 ms), ms;
 - spectral centroid of the windows 0–50 ms, 50–300 ms and 0.3–1 s after the attack starts, Hz;
 - T60: Schroeder backward integration, a line fitted to the decay curve from −5 to −25 dB,
@@ -132,11 +134,18 @@ def t60_s(x: np.ndarray, sample_rate: int, from_s: float = 0.0) -> float:
     return float(-60 / slope_db_per_s)
 
 
+LEAD_IN_S = 0.5             # silence put before a file for the onset count, s
+
+
 def onset_count(x: np.ndarray, sample_rate: int) -> int:
-    """Onsets librosa's default detector finds."""
+    """Onsets librosa's default detector finds in ``x`` after ``LEAD_IN_S`` of silence: the
+    stroke heard as it is in a render, after quiet (a file that starts with the attack has no
+    flux at its first frame, and the detector, which normalises its envelope to the peak, would
+    count the ripples of the decay instead)."""
     import librosa
 
-    return len(librosa.onset.onset_detect(y=x.astype(np.float32), sr=sample_rate))
+    y = np.concatenate([np.zeros(int(LEAD_IN_S * sample_rate), np.float32), x.astype(np.float32)])
+    return len(librosa.onset.onset_detect(y=y, sr=sample_rate))
 
 
 def describe(x: np.ndarray, sample_rate: int, held_s: float | None = None) -> Descriptors:
