@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -218,13 +219,16 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav",
         length = int((max(p.times_s.max() + p.durations_s.max() for p in parts) + TAIL_S) * SR)
         mix = np.zeros(length, dtype=np.float64)
         first = None                  # (delay s, stem) of the nearest 建鼓
-        for part, (name_i, gain, delay) in zip(parts, arrivals):
-            y = render_part(part, work)
-            i = int(round(delay * SR))
-            m = min(len(y), length - i)
-            mix[i:i + m] += gain * y[:m]
-            if tl["instruments"][name_i]["kind"] == "建鼓" and (first is None or delay < first[0]):
-                first = (i / SR, y)
+        # one FluidSynth child per part, two at a time (the machine's two cores); each stem is
+        # added as it comes, in order, so only the few rendered ahead are held
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            stems = pool.map(lambda part: render_part(part, work), parts)
+            for y, (name_i, gain, delay) in zip(stems, arrivals):
+                i = int(round(delay * SR))
+                m = min(len(y), length - i)
+                mix[i:i + m] += gain * y[:m]
+                if tl["instruments"][name_i]["kind"] == "建鼓" and (first is None or delay < first[0]):
+                    first = (i / SR, y)
         rms = math.sqrt(float(np.mean(mix * mix)))
         mix += rms * 10 ** (-NOISE_BELOW_DB / 20) * pink_noise(length, rng)
         mix *= 0.5 / float(np.abs(mix).max())
