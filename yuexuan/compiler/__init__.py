@@ -19,6 +19,7 @@ from yuexuan.data import DataSource
 from yuexuan.errors import UserError, unknown_cue
 from yuexuan.rite import cuesheet, instruments as instruments_mod, pieces as pieces_mod
 from yuexuan.rite import suspension as suspension_mod, variants as variants_mod
+from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 from yuexuan.timeline import Ceremony, Cue, Timeline
 
 __all__ = ["compile_sheet", "compile_path", "compile_file"]
@@ -95,7 +96,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
             placed = shoot_cue(b, spec, t)
         else:
             placed = shejie_cue(b, spec, t, sounded, ranks, vdefs)
-        if log is not None and spec.kind in ("shoot", "shejie"):
+        if log is not None and spec.kind in SHOOTING_KINDS:
             log.sound(b, spec, t, placed.end)
         names = {x.instrument for x in b.notes[first_note:]}
         used = tuple(i for i in insts if i in names)
@@ -105,7 +106,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
                         spec.gloss, tuple(placed.phrases), placed.beat_s,
                         later_source=sounded.later_source(), places=places[spec.id],
-                        round=cue_round(spec) if spec.kind in ("shoot", "shejie") else None))
+                        round=cue_round(spec)))
         t = placed.end
         if t > MAX_TIMELINE_S:
             raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "

@@ -15,14 +15,18 @@ from yuexuan.check import shiho
 from yuexuan.check.shots import RESULTS, Shots
 from yuexuan.compiler.calls import huo_calls, zheng_calls
 from yuexuan.rite import variants as variants_mod
+from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 
 #: the 大射正's word for each miss mark of the log: 「下曰留，上曰扬，左右曰方」 [001]
 ZHENG_WORDS = ("留", "扬", "方")
 _ZHENG_CODES = np.array([RESULTS.index(w) for w in ZHENG_WORDS])
 
 
-def cue_round(spec) -> int:
-    """The round a shooting cue holds: its ``round``, else 1 (shoot) or 3 (shejie), as the compiler."""
+def cue_round(spec) -> int | None:
+    """The round a shooting cue holds: its ``round``, else 1 (shoot) or 3 (shejie); None for a cue
+    that does not shoot."""
+    if spec.kind not in SHOOTING_KINDS:
+        return None
     return spec.round or (1 if spec.kind == "shoot" else 3)
 
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from yuexuan.check.judge import RoundEnd, ShotError
 from yuexuan.midi import osc
-from yuexuan.midi.live_calls import HUO, SHOOTING_KINDS
+from yuexuan.midi.live_calls import HUO
+from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 
 SCREEN_LINES = 6            # latest verdicts (and bad messages) on the operator's screen
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from yuexuan.midi.program import message_kind
 from yuexuan.midi.queue_items import Kind
+from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 from yuexuan.rite.cuesheet_roster import MISS_PLACES
 
 HUO = "获"
 HUO_CALLER = "获者"
 ZHENG_CALLER = "大射正"
-SHOOTING_KINDS = ("shoot", "shejie")       # the cues of the three rounds (docs/timeline.md)
 
 
 @dataclass(frozen=True)

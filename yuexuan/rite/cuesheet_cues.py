@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, Call, CueSpec
+from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, SHOOTING_KINDS, Call, CueSpec
 from yuexuan.rite.cuesheet_setting import seconds
 from yuexuan.rite.instruments import KINDS
 from yuexuan.rite.tomlfile import Fields
@@ -138,7 +138,7 @@ def _pairs(cf: Fields, kind: str, groups: frozenset) -> tuple:
     for n in sel:
         if n not in groups:
             raise cf.error("pairs", f"no pair or group named {n!r} in the roster ([[pair]] tables)")
-    if kind in ("shoot", "shejie") and not sel:
+    if kind in SHOOTING_KINDS and not sel:
         raise cf.error("pairs", "a shooting cue needs the pairs (groups or ids) that shoot")
     return sel
 
