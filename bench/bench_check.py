@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan.check import shiho
-from yuexuan.check.report import render_csv, render_json
-from yuexuan.check.shots import MISS_CODES, RANKS, RESULTS, ROLES, TARGETS, read_shots
+from yuexuan.scoring import shiho
+from yuexuan.scoring.report import render_csv, render_json
+from yuexuan.scoring.shots import MISS_CODES, RANKS, RESULTS, ROLES, TARGETS, read_shots
 
 DEFAULT_SHOTS = 100_000
 TARGET_RATIO = 8.0

@@ -37,11 +37,12 @@ job, path, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 plan = np.array(json.loads(sys.argv[4]))
 t0, c0 = time.perf_counter(), time.process_time()
 if job == "decode":
-    from yuexuan.check import drumband, recording
+    from yuexuan.check.drum import band as drumband
+    from yuexuan.check.drum import recording
     n = sum(len(b) for b in recording.iter_blocks(path, drumband.SR, drumband.BLOCK_S))
     extra = {"samples": n}
 else:
-    from yuexuan.check import drumfinder
+    from yuexuan.check.drum import finder as drumfinder
     f = drumfinder.find(path, plan, start)
     extra = {"candidates": int(len(f.candidates.time_s)),
              "matched": int(len(f.alignment.live_index))}
@@ -57,7 +58,7 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_mb": round(peak, 1), **ext
 
 def accuracy(mix) -> dict:
     """Strokes found, extra, and the error of each matched stroke against the truth (ms)."""
-    from yuexuan.check import drumfinder
+    from yuexuan.check.drum import finder as drumfinder
 
     f = drumfinder.find(mix.path, mix.planned_s, mix.start_s)
     al = f.alignment
@@ -75,7 +76,7 @@ def accuracy(mix) -> dict:
 
 def whole_ceremony(work: Path) -> dict:
     """The finder on the whole ceremony (25 min, every cue) with and without --audio-start."""
-    from yuexuan.check import drumfinder
+    from yuexuan.check.drum import finder as drumfinder
 
     cer = build_mix(work / "ceremony", whole=True, name="ceremony.wav")
     out = {"minutes": round(sf.info(cer.path).duration / 60, 1)}
@@ -92,7 +93,7 @@ def whole_ceremony(work: Path) -> dict:
 
 def whole_spectrum(mix) -> dict:
     """The same figures for the drum-track detector (``onsets.detect_onsets``) on the mix."""
-    from yuexuan.check import onsets
+    from yuexuan.check.drum import align as onsets
 
     x, sr = onsets.read_audio(mix.path)
     al = onsets.align(onsets.detect_onsets(x, sr), mix.planned_s, mix.start_s)

@@ -1,6 +1,6 @@
 """Bench: the live scheduler's own timing error over 10,000 messages.
 
-Runs, side by side in one process, the absolute-deadline :class:`yuexuan.midi.scheduler.Scheduler`
+Runs, side by side in one process, the absolute-deadline :class:`yuexuan.live.scheduler.Scheduler`
 as ``yuexuan play`` runs it (SCHED_FIFO where allowed), the same as a normal thread, and a naive
 loop that sleeps the gap between consecutive messages (the drift the scheduler is
 built to avoid), on the same 10,000 due times (a 20 s stream with chords: several messages per
@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 from yuexuan.commands.play import RT_PRIORITY
-from yuexuan.midi.queue_items import Kind, Payload
-from yuexuan.midi.scheduler import Scheduler, summarise
+from yuexuan.live.queue_items import Kind, Payload
+from yuexuan.live.scheduler import Scheduler, summarise
 
 
 def due_times(n: int, seconds: float, seed: int = 5) -> np.ndarray:

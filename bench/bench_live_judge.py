@@ -12,7 +12,7 @@ error of every note of 貍首 itself against the timeline (anchor from ``--repor
 player's own shot → call-sent lag (``judging.call_lag_ms`` in the report). Target: p99 ≤ 10 ms.
 The sending thread asks for SCHED_FIFO (a scorer's desk that stamps a send and is then held up by
 other processes would count its own delay against the player); the player runs as ``play`` does.
-The judge judges all shots so far again at each shot (check/judge.py), so the figures by
+The judge judges all shots so far again at each shot (yuexuan/live/judge.py), so the figures by
 hundreds of shots show what that costs.
 
     .venv/bin/python bench/bench_live_judge.py [--shots 300] [--rate 4] [--pairs 36]
@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from jack_support import Recorder, diagnosis, jack_server, log_mark  # noqa: E402
 
 from yuexuan.compiler import compile_file  # noqa: E402
-from yuexuan.midi import live_calls  # noqa: E402
-from yuexuan.midi.queue_items import Kind  # noqa: E402
-from yuexuan.midi.smf import timeline_messages  # noqa: E402
+from yuexuan.live import calls as live_calls  # noqa: E402
+from yuexuan.live.queue_items import Kind  # noqa: E402
+from yuexuan.formats.midimessages import timeline_messages  # noqa: E402
 
 FROM_S = 11.0             # 貍首 from just before the first shooting 节 (selection s)
 TARGET_P99_MS = 10.0

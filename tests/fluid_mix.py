@@ -8,7 +8,7 @@ JSON): the three 建鼓 as GM Taiko Drums (program 117, 0-based 116), the 朔鼙
 Aahs. Each instrument is rendered alone (``fluidsynth -ni -F OUT.wav -r 44100 SF2 MID``) and put
 at the seat as the render puts it: delayed by its travel time and scaled by its ``[synth]
 gain_db`` and spherical spreading, 1/d beyond 1 m (``yuexuan/audio/space.py``'s law), d computed
-here from the timeline's ``position_m`` and ``rite/courtyard.toml``'s seat; the notes' velocities
+here from the timeline's ``position_m`` and ``ceremony/courtyard.toml``'s seat; the notes' velocities
 are the timeline's. Then pink noise 20 dB below the whole mix.
 
 The players: everyone 0.8 % slower than the plan (the band follows the drum); the drummer's
@@ -90,7 +90,7 @@ def compiled_timeline(work: Path) -> dict:
 
 
 def seat_position_m(name: str = SEAT) -> tuple:
-    with open(ROOT / "rite" / "courtyard.toml", "rb") as f:
+    with open(ROOT / "ceremony" / "courtyard.toml", "rb") as f:
         data = tomllib.load(f)
     seat = next(x for x in data["listener"] if x["name"] == name)
     return tuple(float(v) for v in seat["position_m"])

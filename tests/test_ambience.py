@@ -4,7 +4,7 @@ O24 (郊 open, 公宫 walled), through the renderer's own path (``space.placemen
 ``space.spatialise``, what ``plan`` does for every cached waveform).
 
 The expected reflections are computed here, independently of ``yuexuan/audio/reflections.py``,
-from ``rite/courtyard.toml`` read with tomllib: the planes of the named surfaces (ground, the 堂's
+from ``ceremony/courtyard.toml`` read with tomllib: the planes of the named surfaces (ground, the 堂's
 south/east/west faces and top, the stairs, the venue's walls), their images of order 1 and 2, and,
 for the ground and the walls, whether the specular path is real (reflection point on the surface,
 legs clear of the 堂's platform — tested by sampling points along them).
@@ -28,7 +28,7 @@ from yuexuan.compiler import compile_file
 ROOT = Path(__file__).resolve().parent.parent
 SR = 48000
 C_M_S = 343.0
-COURT = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text(encoding="utf-8"))
+COURT = tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))
 VENUES = {"郊": "郑玄", "公宫": "敖继公"}          # O24 venue -> its houdao option
 WINDOW_S = 0.0008                                 # a named reflection may spread this far (FIR, rounding)
 

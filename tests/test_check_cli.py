@@ -18,7 +18,7 @@ import pytest
 
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
-from yuexuan.check.shots import read_shots
+from yuexuan.scoring.shots import read_shots
 
 ROOT = Path(__file__).resolve().parent.parent
 CUES = str(ROOT / "cues" / "dashe.toml")

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from yuexuan.check import onsets
+from yuexuan.check.drum import align as onsets
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
 
@@ -155,7 +155,7 @@ def test_drum_track_recovered_from_a_rendered_recording(rendered, timeline, plan
     al = onsets.beats_from_recording(stem, plan, start_s=start)
     assert al.missed == 0 and al.extra == 0
     # every stroke arrives after the plan by the travel time from the drum to the 宾's seat
-    seat = data_position_m(ROOT / "rite" / "courtyard.toml", listener=LISTENER)
+    seat = data_position_m(ROOT / "ceremony" / "courtyard.toml", listener=LISTENER)
     where = data_position_m(ROOT / "instruments" / f"{drum}.toml")
     travel = math.dist(where, seat) / SPEED_OF_SOUND_M_S
     assert 0.02 < travel < 0.06                   # s: 9 m and 18 m away (docs/check.md)

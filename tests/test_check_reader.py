@@ -10,7 +10,7 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from yuexuan.check.shots import MISS_RESULTS, RANKS, RESULTS, ROLES, TARGETS, read_shots
+from yuexuan.scoring.shots import MISS_RESULTS, RANKS, RESULTS, ROLES, TARGETS, read_shots
 
 names = st.text(alphabet=st.sampled_from("甲乙丙丁射者耦abcXYZ012-_.·公宾 "), min_size=1,
                 max_size=12).filter(lambda s: s.strip())

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from yuexuan.check import shiho
-from yuexuan.check.shots import read_shots
+from yuexuan.scoring import shiho
+from yuexuan.scoring.shots import read_shots
 
 BEATS = 100.0 + 2.0 * np.arange(20)          # 建鼓 strokes, timeline seconds
 HEADER = "time,archer,rank,role,target,result,pair,round\n"
@@ -237,7 +237,7 @@ def test_arrow_numbers_and_over_four():
 def test_own_strokes_and_their_live_strokes():
     from types import SimpleNamespace
 
-    from yuexuan.check import ownjie
+    from yuexuan.scoring import ownjie
     from yuexuan.timeline import Beat
 
     beats = [Beat(10.0, "c", "p", 1, False, None, None, None),

@@ -12,7 +12,8 @@ import mido
 import pytest
 
 from yuexuan.compiler import compile_file
-from yuexuan.midi.smf import DRUM_CHANNEL, write_smf
+from yuexuan.formats.midimessages import DRUM_CHANNEL
+from yuexuan.midi.smf import write_smf
 
 TOL_S = 0.002            # MIDI tick rounding: 1 tick ≤ 0.65 ms at the slowest tempo here
 

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from fluid_mix import CUES, fluid_mix, fluid_mix_without_drum  # noqa: F401  (session fixtures)
-from yuexuan.check import drumband, drumfinder
+from yuexuan.check.drum import band as drumband
 
+from yuexuan.check.drum import finder as drumfinder
 TOLERANCE_S = 0.010
 
 

@@ -3,7 +3,7 @@
 
 Independent evidence: the planned strokes come from the timeline JSON written by ``yuexuan
 compile``; each stem's travel delay is computed here from the TOML files (the instrument's
-``position_m``, the seat's ``position_m`` in rite/courtyard.toml, 343 m/s), not from the renderer.
+``position_m``, the seat's ``position_m`` in ceremony/courtyard.toml, 343 m/s), not from the renderer.
 Onsets and strokes are matched one to one (a maximum bipartite matching, as mir_eval does) within
 50 ms.
 """
@@ -26,7 +26,7 @@ SPEED_OF_SOUND_M_S = 343.0
 WINDOW_S = 0.050
 DRUMS = ("建鼓·东", "建鼓·西", "建鼓·北", "应鼙", "朔鼙")
 SEATS = tuple(li["name"] for li in
-              tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text("utf-8"))["listener"])
+              tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text("utf-8"))["listener"])
 
 
 def _toml(*parts) -> dict:
@@ -34,7 +34,7 @@ def _toml(*parts) -> dict:
 
 
 def _seat_m(seat: str):
-    return next(li["position_m"] for li in _toml("rite", "courtyard.toml")["listener"]
+    return next(li["position_m"] for li in _toml("ceremony", "courtyard.toml")["listener"]
                 if li["name"] == seat)
 
 

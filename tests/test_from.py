@@ -20,7 +20,7 @@ import pytest
 from jack_support import Recorder, diagnosis, jack_server, log_mark
 from yuexuan.compiler import compile_file
 from yuexuan.errors import UserError
-from yuexuan.midi.program import window_time
+from yuexuan.live.program import window_time
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"

@@ -5,7 +5,7 @@ JACK recorder runs beside the player (tests/jack_support.py). The player runs �
 before the 上耦's first shooting stroke with ``--hits-midi pads --osc --osc-out --shots-log``; the
 show's clock is learnt from its ``/yuexuan/cue`` notification (sent when 貍首 starts at
 ``--from``) and made exact afterwards by the ``--report`` anchor. Each pad note is then checked
-against the timeline's strokes and the courtyard's distances, independently of yuexuan.midi.hits:
+against the timeline's strokes and the courtyard's distances, independently of yuexuan.live.hits:
 the archer is the one whose stroke the hit less the flight lies nearest, the judged time his loose
 (sent over OSC) or the hit less the flight, 贯 on the pad's 侯; ``yuexuan check`` on the log gives
 the live verdicts; each called hit sounds the 获 call within 1 s; a scorer's ``/yuexuan/correct``
@@ -144,7 +144,7 @@ def test_pads_on_the_targets_are_judged_as_the_schedule_says(jack, tmp_path, mon
 # -- without JACK: the schedule's turn, the note map ---------------------------------------------
 
 def test_whose_turn_is_the_stroke_nearest_the_loose_before_the_hit():
-    from yuexuan.midi.hits import read_hit, shooting_strokes, whose_turn
+    from yuexuan.live.hits import read_hit, shooting_strokes, whose_turn
     from yuexuan.rite.cuesheet_hits import HitsMidi
 
     tl = compile_file(DASHE)

@@ -1,4 +1,4 @@
-"""The live judge (yuexuan/check/judge.py) and its log (check/logwriter.py) against ``check``.
+"""The live judge (yuexuan/live/judge.py) and its log (yuexuan/scoring/logwrite.py) against ``check``.
 
 The independent evidence is ``yuexuan check`` itself, run on the log file the writer left on disk
 and read back with the csv module: after every shot, the shot's live verdict must be the one
@@ -14,9 +14,10 @@ import os
 import numpy as np
 import pytest
 
-from yuexuan.check import judge as judge_mod
-from yuexuan.check import logwriter, rules
-from yuexuan.check.shots import RESULTS, TARGETS
+from yuexuan.live import judge as judge_mod
+from yuexuan.scoring import logwrite as logwriter
+from yuexuan.scoring import rules
+from yuexuan.scoring.shots import RESULTS, TARGETS
 from yuexuan.cli import main
 from yuexuan.data import DataSource
 
@@ -281,7 +282,7 @@ def test_a_correction_rejudges_and_the_rewritten_log_is_checks(capsys, tmp_path,
 
 KILLED_WRITER = r"""
 import sys
-from yuexuan.check import logwriter
+from yuexuan.scoring import logwrite as logwriter
 row = dict(time=1106.52, archer="上耦上射", rank="士", role="上射", target="干", result="贯",
            pair="上耦", round=3, nearest_beat=1106.5, offset=0.02, on_beat=True, released=True,
            reason="释")

@@ -85,7 +85,7 @@ def test_places_follow_the_coordinates(svg, timeline):
 
 
 def test_courtyard_features(svg):
-    court = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text(encoding="utf-8"))
+    court = tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))
     texts = _texts(svg)
     joined = "\n".join(texts)
     for lm in court["landmark"]:
@@ -116,7 +116,7 @@ def test_listeners_drawn_where_the_renderer_hears_from(svg, timeline):
     and each is drawn at its position on the instruments' scale, its facing arrow pointing its way."""
     from yuexuan.audio import space
 
-    court = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text(encoding="utf-8"))
+    court = tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))
     seats = space.listeners()
     assert {n: (s.position_m, s.facing_deg) for n, s in seats.items()} == {
         li["name"]: (tuple(li["position_m"]), li["facing_deg"]) for li in court["listener"]}
@@ -141,11 +141,11 @@ def test_bad_courtyard_file_is_one_line(tmp_path, cli):
     from yuexuan.audio import space
     from yuexuan.errors import UserError
 
-    text = (ROOT / "rite" / "courtyard.toml").read_text(encoding="utf-8")
+    text = (ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8")
     bad = text.replace("position_m = [4.5, 1.5, 1.8]", 'position_m = [4.5, "1.5", 1.8]')
     assert bad != text
-    (tmp_path / "rite").mkdir()
-    court = tmp_path / "rite" / "courtyard.toml"
+    (tmp_path / "ceremony").mkdir()
+    court = tmp_path / "ceremony" / "courtyard.toml"
     court.write_text(bad, encoding="utf-8")
     line = bad.splitlines().index('position_m = [4.5, "1.5", 1.8]') + 1
     out = tmp_path / "court.svg"

@@ -12,12 +12,16 @@ import mido
 import numpy as np
 import pytest
 
-from yuexuan.midi import live, operator, sync
+from yuexuan.live import show as live
+
+from yuexuan.live import operator
+
+from yuexuan.live import timecode as sync
 from yuexuan.errors import UserError
-from yuexuan.midi.program import build_program
-from yuexuan.midi.queue_items import Kind
-from yuexuan.midi.scheduler import Scheduler, summarise
-from yuexuan.midi.smf import TimedMessage
+from yuexuan.live.program import build_program
+from yuexuan.live.queue_items import Kind
+from yuexuan.live.scheduler import Scheduler, summarise
+from yuexuan.formats.midimessages import TimedMessage
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
 
 
@@ -498,7 +502,7 @@ def test_clock_follows_the_cue_of_each_go_and_a_bpm_overrides():
 def test_program_takes_each_message_cue_from_its_note():
     """A note keeps its own cue whatever its time: here a note of b sounds in a's span and a
     note of a ends after a has ended and sounds into b's."""
-    from yuexuan.midi.smf import timeline_messages
+    from yuexuan.formats.midimessages import timeline_messages
     base = _timeline()
     odd = [Note(2.0, 0.5, "瑟", "b", 55, 146.8, 64), Note(3.5, 2.0, "笙钟", "a", 61, 261.6, 65)]
     tl = Timeline(base.ceremony, base.cues, tuple(sorted(base.notes + tuple(odd),

@@ -24,7 +24,7 @@ import pytest
 import rtmidi
 
 from jack_support import Recorder, diagnosis, jack_server, log_mark
-from yuexuan.midi import sync
+from yuexuan.live import timecode as sync
 from yuexuan.compiler import compile_file
 from yuexuan.timeline import save_json, select
 

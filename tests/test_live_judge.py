@@ -14,19 +14,23 @@ import mido
 import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
-from yuexuan.check.judge import Judge, round_rosters
-from yuexuan.check.logwriter import ShotLogWriter
-from yuexuan.check.rules import rules_for
-from yuexuan.check.shots import read_shots
+from yuexuan.live.judge import Judge, round_rosters
+from yuexuan.scoring.logwrite import ShotLogWriter
+from yuexuan.scoring.rules import rules_for
+from yuexuan.scoring.shots import read_shots
 from yuexuan.compiler import compile_file
 from yuexuan.compiler.builder import CALL_DELAY_S, CALL_LEN_S
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
-from yuexuan.midi import judging, live, live_calls, operator, osc
-from yuexuan.midi.live_show import LiveShow
-from yuexuan.midi.program import build_program
-from yuexuan.midi.queue_items import Kind
-from yuexuan.midi.smf import assign_tracks, timeline_messages
+from yuexuan.live import judging
+from yuexuan.live import show as live
+from yuexuan.live import calls as live_calls
+from yuexuan.live import operator
+from yuexuan.live import osc
+from yuexuan.live.judged_show import JudgedShow
+from yuexuan.live.program import build_program
+from yuexuan.live.queue_items import Kind
+from yuexuan.formats.midimessages import assign_tracks, timeline_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"
@@ -167,7 +171,7 @@ class Sink:
 
 def _small_show(lishou, sink, **hooks):
     program = build_program(lishou, timeline_messages(lishou), None, 11.0, 16.0)
-    return LiveShow(program, sink, live.ShowOptions(auto=True, from_s=11.0, until_s=16.0),
+    return JudgedShow(program, sink, live.ShowOptions(auto=True, from_s=11.0, until_s=16.0),
                     beats=lishou.beats, **hooks)
 
 

@@ -25,8 +25,8 @@ from pythonosc.udp_client import SimpleUDPClient
 
 from jack_support import Recorder, diagnosis, jack_server, log_mark
 from osc_support import OscInbox, free_udp_port
-from yuexuan.midi import osc
-from yuexuan.midi.smf import assign_tracks
+from yuexuan.live import osc
+from yuexuan.formats.midimessages import assign_tracks
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"

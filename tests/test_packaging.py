@@ -44,7 +44,7 @@ def test_folder_overrides_file_by_file(tmp_path):
 def test_the_packaged_files_are_the_checkouts():
     """The editable install reads the repository's own folders (the README's set-up)."""
     src = DataSource()
-    for folder in ("instruments", "pieces", "rite", "cues"):
+    for folder in ("instruments", "pieces", "ceremony", "cues"):
         assert [p.name for p in src.files(folder)] == sorted(p.name for p in (ROOT / folder).glob("*.toml"))
     assert src.path("cues", "dashe.toml").read_bytes() == (ROOT / "cues" / "dashe.toml").read_bytes()
 

@@ -157,7 +157,7 @@ def test_render_hears_the_singers_from_each_cues_place(tmp_path):
     render.render(tl, tmp_path / "two.wav", Options(sample_rate=sr), stems_dir=tmp_path / "stems")
     stem, got_sr = sf.read(tmp_path / "stems" / "歌.wav", always_2d=True)
     assert got_sr == sr
-    seat = next(x for x in tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text(encoding="utf-8"))
+    seat = next(x for x in tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))
                 ["listener"] if x["name"] == "宾")
     measured = {}
     for cue in ("luming", "lishou"):

@@ -175,7 +175,7 @@ def test_play_auto_any_sheet(tmp_path_factory, jack_worker, sheet, cue, start):
     # what must have gone out, counted from the timeline: the setup (tuning, programs), a note-on
     # and its note-off for every sounding note started in the window (a velocity-0 note-on is a
     # note-off: nothing sounds), then All Notes Off on every channel used
-    from yuexuan.midi.smf import assign_tracks, setup_messages
+    from yuexuan.formats.midimessages import assign_tracks, setup_messages
     setup = setup_messages(tl)
     channel = {t.name: t.channel for t in assign_tracks(tl)}
     window = [n for n in tl.notes if start <= n.time < start + WINDOW_S]

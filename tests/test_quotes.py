@@ -3,7 +3,7 @@
 The seeds are ``../shared/seeds/000_*.txt`` … ``004_*.txt`` beside the repository (CI has them beside
 the checkout); without them the test fails and says where it looked.
 
-Where quotes are looked for: the packaged data (``instruments/``, ``pieces/``, ``rite/``, ``cues/``:
+Where quotes are looked for: the packaged data (``instruments/``, ``pieces/``, ``ceremony/``, ``cues/``:
 every ``*.toml``, comments included), the docs (``docs/*.md``, ``README.md``) and every other cue
 sheet of the repository (``tests/data/*.toml``, ``bench/*.toml``).
 
@@ -134,7 +134,7 @@ def tagged_quotes(citation: str) -> list:
 
 def scanned_files() -> list:
     files = []
-    for folder in ("instruments", "pieces", "rite", "cues", "tests/data", "bench"):
+    for folder in ("instruments", "pieces", "ceremony", "cues", "tests/data", "bench"):
         files += sorted((REPO / folder).glob("*.toml"))
     files += sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
     return files

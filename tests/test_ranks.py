@@ -165,7 +165,7 @@ def test_sheet_naming_another_piece_is_played_with_a_warning(cli, default_cues, 
 
 def test_each_rank_hangs_what_suspension_toml_says(compiled, root):
     """The timeline's instruments are those the rank hangs (plus the unhung: 堂上, 堂下, 侯)."""
-    ranks = suspension.load(root / "rite" / "suspension.toml")
+    ranks = suspension.load(root / "ceremony" / "suspension.toml")
     assert [ranks[k].suspension for k in PIECE] == ["宫县", "轩县", "判县", "特县"]
     assert [len(ranks[k].sides) for k in PIECE] == [4, 3, 2, 1]
     for rank, (tl, _) in compiled.items():
@@ -191,7 +191,7 @@ def test_substitutes_are_documented_and_of_the_rank(root):
     """Every substitute plays on instruments the rank has, and says why and from where."""
     from yuexuan.rite import instruments
     insts = instruments.load_all()
-    ranks = suspension.load(root / "rite" / "suspension.toml")
+    ranks = suspension.load(root / "ceremony" / "suspension.toml")
     for rank in ranks.values():
         assert set(rank.instruments) <= set(insts), rank.rank
         for row in rank.substitutes:

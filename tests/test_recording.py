@@ -1,4 +1,4 @@
-"""``yuexuan.check.recording``: a judge's recording in any usual format, decoded by PyAV.
+"""``yuexuan.check.drum.recording``: a judge's recording in any usual format, decoded by PyAV.
 
 A known signal (tone bursts at known times over a steady tone of known pitch, a different pitch
 on each stereo channel) is written as WAV with soundfile and encoded by the ffmpeg command line
@@ -19,7 +19,7 @@ import pytest
 import soundfile as sf
 
 from system_tools import require
-from yuexuan.check import recording
+from yuexuan.check.drum import recording
 from yuexuan.cli import main
 from yuexuan.errors import UserError
 

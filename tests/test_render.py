@@ -56,7 +56,7 @@ def _sha(path) -> str:
 
 def _courtyard_distance(seat: str, instrument: str) -> float:
     """Metres from a listener seat to an instrument, read from the data files themselves."""
-    court = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text("utf-8"))
+    court = tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text("utf-8"))
     pos = next(li["position_m"] for li in court["listener"] if li["name"] == seat)
     inst = tomllib.loads((ROOT / "instruments" / f"{instrument}.toml").read_text("utf-8"))
     return math.dist(pos, inst["position_m"])
@@ -208,7 +208,7 @@ FARTHER_M = 17.15         # 50 ms more travel at 343 m/s
 
 
 def _seat_m(seat: str) -> list:
-    court = tomllib.loads((ROOT / "rite" / "courtyard.toml").read_text("utf-8"))
+    court = tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text("utf-8"))
     return next(li["position_m"] for li in court["listener"] if li["name"] == seat)
 
 

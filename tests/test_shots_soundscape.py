@@ -1,7 +1,7 @@
 """``--shots LOG``: the calls of a real shooting, read back from the timeline JSON.
 
 The expected calls are derived here from the CSV rows by the rite's rules, written out below
-independently of yuexuan.check.shiho:
+independently of yuexuan.scoring.shiho:
 
 - the 获者 calls 获 (a 宫 note, then a 商 note 9/8 above it) after an arrow that touched a 侯 when
   the archer is the 公 (「唯公所中，中三侯皆获」; his 着侯 only under O21 优君, the default), or

@@ -1,4 +1,4 @@
-"""The commentators' variants (rite/variants.toml): each setting, changed alone in a copy of
+"""The commentators' variants (ceremony/variants.toml): each setting, changed alone in a copy of
 cues/dashe.toml, changes what it documents in the compiled timeline (cue times, instruments,
 pitches, positions, beats) — and `yuexuan variants` lists at least 20 open questions of §6."""
 
@@ -134,7 +134,7 @@ def test_lu_per_side_sounds_the_nearest_of_its_set(tmp_path, default):
 
 
 def test_defaults_match_the_data_files(default):
-    """The default options restate the files: the 鼗's place, the 侯 of rite/courtyard.toml."""
+    """The default options restate the files: the 鼗's place, the 侯 of ceremony/courtyard.toml."""
     assert tuple(default.instruments["鼗"]["position_m"]) == tuple(default_pos("tao_place", "鼗"))
     assert "ao_luqin" not in [c.id for c in default.cues]
     court = courtyard.load()
@@ -197,7 +197,7 @@ def test_houdao_moves_the_drawn_targets(tmp_path, default):
 ])
 def test_a_broken_variants_file_is_one_clear_error(tmp_path, edit, key):
     from yuexuan.errors import UserError
-    text = (ROOT / "rite" / "variants.toml").read_text(encoding="utf-8")
+    text = (ROOT / "ceremony" / "variants.toml").read_text(encoding="utf-8")
     bad = tmp_path / "variants.toml"
     bad.write_text(edit(text), encoding="utf-8")
     assert bad.read_text(encoding="utf-8") != text, "the edit must change the file"

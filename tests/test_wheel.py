@@ -107,9 +107,9 @@ def test_wheel_builds_the_packaged_default_and_a_copy_in_an_empty_folder(venv, t
 
 @pytest.mark.system
 def test_wheel_takes_a_data_folder_file_by_file(venv, tmp_path):
-    data = tmp_path / "data" / "rite"
+    data = tmp_path / "data" / "ceremony"
     data.mkdir(parents=True)
-    packaged = (ROOT / "rite" / "variants.toml").read_text(encoding="utf-8")
+    packaged = (ROOT / "ceremony" / "variants.toml").read_text(encoding="utf-8")
     assert 'question = "O4: what 歌鹿鸣三终 means"' in packaged
     (data / "variants.toml").write_text(packaged.replace("O4: what 歌鹿鸣三终 means", "O4: 歌鹿鸣三终 (local)"),
                                         encoding="utf-8")

@@ -18,7 +18,7 @@ from yuexuan import data
 from yuexuan.commands import COMMANDS
 from yuexuan.errors import EXIT_BAD_INPUT, UserError
 
-DATA_HELP = (f"a folder laid out like the data (instruments/, pieces/, rite/, cues/) whose files replace "
+DATA_HELP = (f"a folder laid out like the data (instruments/, pieces/, ceremony/, cues/) whose files replace "
              f"or add to the packaged ones, file by file (default: ${data.ENV_VAR})")
 
 

@@ -11,7 +11,7 @@ Streaming, in two passes over fixed-size blocks (never the whole ceremony in mem
    (the renderer is deterministic) with the same gain and limiter envelope, so they add up to the
    mix sample for sample.
 
-Then the chapter sidecars (:mod:`yuexuan.audio.sidecars`).
+Then the chapter sidecars (:mod:`yuexuan.formats.captions`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
-from yuexuan.audio import loudness, output, sidecars
+from yuexuan.audio import loudness, output
+from yuexuan.formats import captions
 from yuexuan.audio.mix import blocks, limiter_gain
 from yuexuan.audio.output import output_format
 from yuexuan.audio.plan import Options, Plan, plan
@@ -73,7 +74,7 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
     ``options.cues``: only those cues, cut out by :func:`yuexuan.timeline.select` (the file's
     time 0 is then the first one's start). Instruments are synthesised and placed from
     ``timeline.instruments`` alone; the listener seats come from ``listener_table`` (default:
-    the packaged ``rite/courtyard.toml``).
+    the packaged ``ceremony/courtyard.toml``).
     ``progress(fraction, stage)`` is called after each block. Returns the measured figures.
     SIGINT and SIGTERM take effect between blocks (:mod:`yuexuan.interrupts`).
 
@@ -139,8 +140,8 @@ def _render(timeline, out_path: Path, options, stems_dir, progress, listener_tab
     rep.notes = len(p.starts)
     rep.passes = passes
     rep.cache_misses = p.cache.misses
-    rows = sidecars.chapters(timeline, p.duration_s)
-    rep.sidecars = sidecars.write_sidecars(timeline, out_path, rows)
+    rows = captions.chapters(timeline, p.duration_s)
+    rep.sidecars = captions.write_sidecars(timeline, out_path, rows)
     return rep
 
 

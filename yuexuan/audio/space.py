@@ -4,7 +4,7 @@ data names (:mod:`yuexuan.audio.reflections`, image sources) and a smooth diffus
 (:mod:`yuexuan.audio.tail`). A placed source's arrivals are taps added at the full rate; its tail
 is applied by FFT convolution at a quarter rate; both once per cached waveform.
 
-Frame: ``rite/courtyard.toml`` (metres; x east, y north, z up). Azimuth is in degrees relative to
+Frame: ``ceremony/courtyard.toml`` (metres; x east, y north, z up). Azimuth is in degrees relative to
 the listener's facing, positive to the listener's right. Sounds behind the listener are folded to
 the front (a stereo pair cannot tell front from back).
 """

@@ -1,4 +1,4 @@
-"""The reflecting surfaces of the courtyard (``rite/courtyard.toml``) for one venue: the ground, the
+"""The reflecting surfaces of the courtyard (``ceremony/courtyard.toml``) for one venue: the ground, the
 堂's platform (south, east and west faces and its top), the two stairs, and the walls the venue
 has (variant O24: 郊 none, 公宫 its court walls). Each surface is a rectangle in the courtyard frame
 (metres; x east, y north, z up) with the pressure reflection coefficient √(1 − α) of its cited
@@ -92,8 +92,8 @@ def _walls(top: tomlfile.Fields, venue: str) -> list:
 
 def load(venue: str, path: str | Path | None = None, source: DataSource = DataSource()) -> Room:
     """The surfaces of ``venue`` (a ``[[venue]]`` name: 郊, 公宫) in ``path`` (default
-    rite/courtyard.toml)."""
-    path = Path(path) if path else source.path("rite", "courtyard.toml")
+    ceremony/courtyard.toml)."""
+    path = Path(path) if path else source.path("ceremony", "courtyard.toml")
     doc, text = tomlfile.load(path)
     top = tomlfile.Fields(doc, str(path), text, "")
     venues = {f.get("name", str): f for f in top.tables("venue")}

@@ -4,7 +4,7 @@ its confidence, the planned stroke it was matched to, and which verdicts rest on
 Pure functions of the drum finder's result (:class:`DrumEvidence`); the command writes them out
 (``--beats-out``, ``--plot``, the ``uncertain`` column). A verdict is *uncertain* when it rests on
 the drum — the shot would be released on a stroke and refused off it (the rules of
-:func:`yuexuan.check.shiho.decide` run both ways) — and either
+:func:`yuexuan.scoring.shiho.decide` run both ways) — and either
 
 - it was released on a stroke whose confidence is below the finder's threshold, or
 - it was refused off the drum while a planned stroke that was *not* heard falls within
@@ -14,27 +14,15 @@ the drum — the shot would be released on a stroke and refused off it (the rule
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from yuexuan.check import shiho
-from yuexuan.check.shots import Shots
+from yuexuan.check.drum.finder import DrumEvidence
+from yuexuan.scoring import shiho
+from yuexuan.scoring.shots import Shots
 
 MISSED_REACH = 2.0     # × tolerance: a missed planned stroke this near a refused shot casts doubt
-
-
-@dataclass(frozen=True)
-class DrumEvidence:
-    """The drum finder's result, on the timeline clock (seconds)."""
-
-    alignment: object          # yuexuan.check.onsets.Alignment (live_s, plan_index, live_index …)
-    confidence: np.ndarray     # one per alignment.live_s stroke, in [0, 1]
-    threshold: float           # a stroke below this confidence is doubtful
-    strength_t_s: np.ndarray   # timeline time of each onset-strength frame, s
-    strength: np.ndarray       # the recording's onset strength per frame, 0..1
-    finder: str                # how the strokes and confidences were found (one line)
 
 
 class StrokeRow(NamedTuple):
@@ -128,13 +116,6 @@ def shot_evidence(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Ver
         d = np.abs(np.subtract.outer(v.clock_s, unheard_at)).min(axis=1)
         near_unheard = ~v.on_beat & (d <= reach)
     return ShotEvidence(conf, depends & (doubtful_stroke | near_unheard))
-
-
-def find_strokes(path, plan: np.ndarray, start_s: float | None) -> DrumEvidence:
-    """The drum finder behind ``check --beats-from`` (:mod:`yuexuan.check.drumfinder`)."""
-    from yuexuan.check import drumfinder
-
-    return drumfinder.evidence(path, plan, start_s)
 
 
 def summary(ev: DrumEvidence) -> dict:

@@ -1,5 +1,5 @@
-"""``check --plot FILE.svg``: the drum evidence on one time axis, drawn as SVG (xml.etree, as
-:mod:`yuexuan.publish.drawing` draws; no plotting library needed).
+"""``check --plot FILE.svg``: the drum evidence on one time axis, drawn as SVG (xml.etree, in the
+:mod:`yuexuan.formats.svgstyle` of the courtyard drawing; no plotting library needed).
 
 The top panel spans the 射节 (timeline seconds): the recording's onset strength, the strokes
 found (dark when their confidence reaches the threshold, orange and dashed below it, grey when
@@ -17,9 +17,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from yuexuan.check import shiho
+from yuexuan.scoring import shiho
 from yuexuan.check.evidence import DrumEvidence, ShotEvidence, rests_on_drum
-from yuexuan.publish.drawing import FONT, SVG_NS
+from yuexuan.formats.svgstyle import FONT, SVG_NS
 
 WIDTH = 1400.0            # px
 LEFT, RIGHT = 100.0, 20.0 # px margins of the panels

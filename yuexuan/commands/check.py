@@ -12,8 +12,8 @@ import sys
 import numpy as np
 
 from yuexuan import atomic
-from yuexuan.check import ownjie, report, rules, shiho
-from yuexuan.check.shots import read_shots
+from yuexuan.scoring import ownjie, report, rules, shiho
+from yuexuan.scoring.shots import read_shots
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
 
@@ -65,9 +65,10 @@ def run(args) -> int:
             raise UserError(f"{opt} needs --beats-from AUDIO (the strokes come from a recording)")
     if args.beats_from:
         from yuexuan.check import evidence
+        from yuexuan.check.drum import finder
 
         start = None if args.audio_start is None else _finite("--audio-start", args.audio_start)
-        found = evidence.find_strokes(args.beats_from, plan, start)
+        found = finder.evidence(args.beats_from, plan, start)
         alignment = found.alignment
         beats = alignment.live_s
         drum = {"source": str(args.beats_from), **alignment.report(), **evidence.summary(found)}

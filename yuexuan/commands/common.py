@@ -69,7 +69,7 @@ def read_timeline(path: str, command: str, cue_ids: list | None = None,
         return select(_saved(path), cue_ids, file=str(path))
     log = None
     if shots is not None:
-        from yuexuan.check.shots import read_shots
+        from yuexuan.scoring.shots import read_shots
 
         log = read_shots(shots)
     tl, warnings = compile_path(path, cue_ids, source, log)

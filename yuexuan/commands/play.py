@@ -13,10 +13,15 @@ import threading
 import time
 
 from yuexuan import atomic
-from yuexuan.check import rules as rules_mod
-from yuexuan.midi import live, live_calls, operator, osc, ports, sync
-from yuexuan.midi.live_show import LiveShow
-from yuexuan.midi.program import build_program
+from yuexuan.scoring import rules as rules_mod
+from yuexuan.live import show as show_mod
+from yuexuan.live import calls as live_calls
+from yuexuan.live import operator
+from yuexuan.live import osc
+from yuexuan.live import ports
+from yuexuan.live import timecode
+from yuexuan.live.judged_show import JudgedShow
+from yuexuan.live.program import build_program
 from yuexuan.commands.common import data_source, load_timeline, read_timeline
 from yuexuan.errors import UserError
 
@@ -59,7 +64,7 @@ def add_arguments(p) -> None:
     p.add_argument("--bpm", type=float, metavar="BPM",
                    help="with --clock: a fixed clock tempo in quarter notes a minute instead")
     p.add_argument("--mtc", action="store_true", help="send MIDI Time Code quarter frames")
-    p.add_argument("--mtc-fps", type=int, default=25, choices=sorted(sync.MTC_RATES),
+    p.add_argument("--mtc-fps", type=int, default=25, choices=sorted(timecode.MTC_RATES),
                    help="MTC frame rate (default 25)")
     p.add_argument("--msc", type=int, metavar="DEVICE",
                    help="send an MSC GO (lighting) to DEVICE (0-127) at each cue start; "
@@ -90,7 +95,7 @@ def program_for(args, judged: bool = False):
     """The compiled, windowed programme for ``args`` (timeline → MIDI messages → cues), the
     timeline, and the live calls (:func:`live_calls.call_templates`; {} unless ``judged``). When
     shots are judged live the compiled 获 and 大射正 calls of the shooting cues are left out."""
-    from yuexuan.midi.smf import timeline_messages
+    from yuexuan.formats.midimessages import timeline_messages
     tl = load_timeline(args, "play", data_source(args))     # with --cues: only those, from time 0
     try:
         messages = timeline_messages(tl, pitch_bend=args.pitch_bend)
@@ -109,8 +114,8 @@ def program_for(args, judged: bool = False):
 def _live_judge(args, selection):
     """For live judging: the Judge on the whole ceremony's timeline with ``check``'s rules, and
     the clock from the selection's seconds to the ceremony's."""
-    from yuexuan.check.judge import Judge, round_rosters
-    from yuexuan.midi import judging
+    from yuexuan.live.judge import Judge, round_rosters
+    from yuexuan.live import judging
 
     source = data_source(args)
     ceremony = (read_timeline(args.cues_file, "play", None, source, warn=False) if args.cues
@@ -127,7 +132,7 @@ def _shots_log(args):
     """``--shots-log``'s writer (None without it); a repaired file is said on stderr."""
     if not args.shots_log:
         return None
-    from yuexuan.check.logwriter import ShotLogWriter
+    from yuexuan.scoring.logwrite import ShotLogWriter
 
     log = ShotLogWriter(args.shots_log)
     if log.repaired:
@@ -223,9 +228,9 @@ def run(args) -> int:
         raise UserError("a cue sheet is needed (or --list-ports)", key="CUES")
     if args.msc is not None and not 0 <= args.msc <= 127:
         raise UserError(f"MSC device id must be 0..127, got {args.msc}", key="--msc")
-    go_trigger = sync.parse_trigger(args.go_midi, "--go-midi")
-    stop_trigger = sync.parse_trigger(args.stop_midi, "--stop-midi")
-    clock_beat_s = sync.beat_s_of_bpm(args.bpm) if args.clock and args.bpm is not None else None
+    go_trigger = timecode.parse_trigger(args.go_midi, "--go-midi")
+    stop_trigger = timecode.parse_trigger(args.stop_midi, "--stop-midi")
+    clock_beat_s = timecode.beat_s_of_bpm(args.bpm) if args.clock and args.bpm is not None else None
     judged = bool(args.osc or args.hits_midi)
     if args.shots_log and not judged:
         raise UserError("--shots-log needs shots to judge (--osc or --hits-midi)",
@@ -238,7 +243,7 @@ def run(args) -> int:
               if args.osc_out else None)
     program, timeline, calls = program_for(args, judged)
     judge, clock = _live_judge(args, timeline) if judged else (None, None)
-    options = live.ShowOptions(auto=args.auto, from_s=program.from_s, until_s=program.until_s,
+    options = show_mod.ShowOptions(auto=args.auto, from_s=program.from_s, until_s=program.until_s,
                                clock=args.clock, clock_beat_s=clock_beat_s,
                                mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
                                rt_priority=None if args.no_realtime else RT_PRIORITY)
@@ -263,7 +268,7 @@ def run(args) -> int:
     ended: queue.Queue = queue.Queue()      # cues ended, for the hub (on the main thread)
     if judged:
         hooks["on_cue_end"] = ended.put
-    show = LiveShow(program, out.send, options, port_name=out.port_name, beats=timeline.beats,
+    show = JudgedShow(program, out.send, options, port_name=out.port_name, beats=timeline.beats,
                     **hooks)
     control = hits_port = None
     commands: queue.Queue = queue.Queue()
@@ -275,13 +280,13 @@ def run(args) -> int:
             control = ports.Input(args.api, args.control,
                                   lambda data: show.midi_in(data, go_trigger, stop_trigger))
         if judged:
-            from yuexuan.midi.judging import Hub, round_closing_cues
+            from yuexuan.live.judging import Hub, round_closing_cues
             hub = Hub(judge, show, clock, calls, log, notify, commands.put,
                       round_closing_cues(timeline))
         if listener is not None:
             listener.start()
         if args.hits_midi:
-            from yuexuan.midi import hits
+            from yuexuan.live import hits
             _, hits_port = hits.open_sensor(args.api, args.hits_midi, hub, sensor_map,
                                             data_source(args),
                                             None if args.no_realtime else RT_PRIORITY - 1)

@@ -26,7 +26,7 @@ def _data(opt: dict) -> str:
 
 
 def listing(defs: dict) -> list:
-    """The lines of ``yuexuan variants`` for the variant tables ``defs`` (rite/variants.toml)."""
+    """The lines of ``yuexuan variants`` for the variant tables ``defs`` (ceremony/variants.toml)."""
     lines = []
     for key, v in defs.items():
         lines.append(f"{key}  — {v['question']}")

@@ -59,10 +59,10 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
 
     ``select``: cue ids to compile, in sheet order; time 0 is then the first selected cue's start
     and the selected cues follow one another with the sheet's gap. ``shots``: a shot log
-    (:class:`yuexuan.check.shots.Shots`, times in seconds of this selection) whose arrows make the
+    (:class:`yuexuan.scoring.shots.Shots`, times in seconds of this selection) whose arrows make the
     calls of the rounds it covers (compiler/logged.py).
     """
-    # the variants' generic effects (rite/variants.py): roster ranks, cues set or left out, instrument facts
+    # the variants' generic effects (yuexuan/rite/variants.py): roster ranks, cues set or left out, instrument facts
     sheet = replace(sheet, pairs=variants_mod.apply_to_pairs(vdefs, sheet.variants, sheet.pairs))
     insts, narrowed = variants_mod.apply_to_instruments(vdefs, sheet.variants, insts)
     dropped = variants_mod.dropped_cues(vdefs, sheet.variants)

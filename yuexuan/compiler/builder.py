@@ -23,7 +23,7 @@ CALL_STEP_S = 0.5         # beat_s of a calls cue: the 去侯 calls start (0, 5 
 MAX_NOTES = 5_000_000     # refuse to build more sounded events than this (memory guard)
 MAX_TIMELINE_S = 24 * 3600.0   # a compiled selection may last at most a day
 
-HUNG_SIDES = ("东", "西", "北", "南")    # the 县 sides a rank may hang (rite/suspension.toml)
+HUNG_SIDES = ("东", "西", "北", "南")    # the 县 sides a rank may hang (ceremony/suspension.toml)
 VELOCITY = {"melody": 84, "phrase_accent": 12, "建鼓": 104, "鼙": 88, "鼗": 80, "鑮": 96}
 
 
@@ -44,7 +44,7 @@ class Builder:
 
     sheet: cuesheet.CueSheet
     insts: dict
-    rank: Rank               # the sheet's rank: what it hangs, its substitutes (rite/suspension.toml)
+    rank: Rank               # the sheet's rank: what it hangs, its substitutes (ceremony/suspension.toml)
     bei_struck: bool
     voice_offsets: dict = field(default_factory=dict)   # instrument name -> velocity offset (O32)
     notes: list = field(default_factory=list)
@@ -73,7 +73,7 @@ class Builder:
         return self.rank.sides
 
     def present(self, inst) -> bool:
-        """Is ``inst`` there at the rank: hung on one of its sides (rite/suspension.toml), or not a
+        """Is ``inst`` there at the rank: hung on one of its sides (ceremony/suspension.toml), or not a
         hung instrument at all (堂上, 堂下, 侯)."""
         return inst.xian not in HUNG_SIDES or inst.name in self.rank.instruments
 
@@ -99,7 +99,7 @@ class Builder:
 
     def resolve(self, tokens, cue_sides=None, substitute: bool = True) -> list:
         """Instrument names or kinds → available instruments (layout order, no repeats). A token the
-        rank lacks is replaced by the rank's substitute for it (rite/suspension.toml ``[[substitute]]``)
+        rank lacks is replaced by the rank's substitute for it (ceremony/suspension.toml ``[[substitute]]``)
         unless ``substitute`` is false."""
         out = []
         for tok in tokens:
@@ -142,7 +142,7 @@ class Builder:
 
 def nearest_in_set(pitch: Pitch, pitch_set: tuple) -> Pitch:
     """The 律 of ``pitch_set`` nearest to ``pitch`` in pitch class (ties: the lower): what a body
-    whose set a variant narrowed (O11, O12; rite/variants.toml) sounds for a note outside it."""
+    whose set a variant narrowed (O11, O12; ceremony/variants.toml) sounds for a note outside it."""
     def distance(p):
         d = (p.lv - pitch.lv) % 12
         return min(d, 12 - d), p.lv + 12 * p.octave
@@ -158,7 +158,7 @@ def gong_voices(vdefs: dict, chosen: dict, rank: str) -> dict:
 
 def voice_offsets(voices: dict, insts: dict) -> dict:
     """Velocity offset of each voiced instrument: 8 steps per doubling of its players over the
-    number its file gives (6 歌, 4 瑟); an assumption of ours, documented in rite/variants.toml."""
+    number its file gives (6 歌, 4 瑟); an assumption of ours, documented in ceremony/variants.toml."""
     return {name: round(8 * math.log2(n / insts[name].count)) for name, n in voices.items() if name in insts}
 
 

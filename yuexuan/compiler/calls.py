@@ -9,7 +9,7 @@ from yuexuan.rite.cuesheet_roster import MISS_PLACES, miss_place
 from yuexuan.rite.tuning import parse_pitch, wusheng
 
 #: the 大射正 speaks once the 公's arrow has come down: 「以矢行告于公」 [001]. INFERENCE: the 物 to
-#: the 大侯 is about 129 m (rite/courtyard.toml), some 2.3 s of flight at about 55 m/s (OUTSIDE).
+#: the 大侯 is about 129 m (ceremony/courtyard.toml), some 2.3 s of flight at about 55 m/s (OUTSIDE).
 ZHENG_DELAY_S = 2.5
 ZHENG_LEN_S = 0.7         # one spoken syllable, s
 ZHENG_VELOCITY = 90

@@ -4,15 +4,15 @@
 A round the log has rows for is "covered": its shooting cues make no calls from the ``hits``
 strings (:meth:`Builder.strings_decide`) and each row of that round whose time (timeline seconds of
 the compiled selection) falls within such a cue sounds its calls in that cue. Which hits the 获者
-calls is the checker's rule (:func:`yuexuan.check.shiho.huo_called`: one source of truth).
+calls is the checker's rule (:func:`yuexuan.scoring.shiho.huo_called`: one source of truth).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from yuexuan.check import shiho
-from yuexuan.check.shots import RESULTS, Shots
+from yuexuan.scoring import shiho
+from yuexuan.scoring.shots import RESULTS, Shots
 from yuexuan.compiler.calls import huo_calls, zheng_calls
 from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS

@@ -93,13 +93,13 @@ def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: di
 
 
 def shejie_piece(b: Builder, spec, rank, pieces) -> tuple:
-    """(title, source) of the 射节 piece: the rank's (礼记·射义, rite/suspension.toml) when the cue
+    """(title, source) of the 射节 piece: the rank's (礼记·射义, ceremony/suspension.toml) when the cue
     names none; the cue's own when it names one (a scholar's choice), with a warning naming the
     rank's own when they differ."""
     if spec.piece is None:
         if rank.shejie_piece not in pieces:
             raise UserError(f"cue {spec.id!r}: the {rank.rank}'s 射节 piece {rank.shejie_piece!r} "
-                            "(rite/suspension.toml) is not among the pieces", file=b.sheet.file,
+                            "(ceremony/suspension.toml) is not among the pieces", file=b.sheet.file,
                             line=spec.line, key="ceremony.rank")
         return rank.shejie_piece, rank.shejie_source
     if spec.piece != rank.shejie_piece:

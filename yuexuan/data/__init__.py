@@ -1,6 +1,6 @@
 """Where the rite's data files come from: the package, overridden file by file by a folder.
 
-The data (``instruments/``, ``pieces/``, ``rite/``, ``cues/`` at the top of the repository) is
+The data (``instruments/``, ``pieces/``, ``ceremony/``, ``cues/`` at the top of the repository) is
 installed with the package as ``yuexuan.data.instruments`` … (a setuptools ``package-dir``
 mapping, see pyproject.toml) and read through :mod:`importlib.resources`, so an editable install
 and a wheel find it alike. A :class:`DataSource` with an ``overlay`` folder takes
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-FOLDERS = ("instruments", "pieces", "rite", "cues")
+FOLDERS = ("instruments", "pieces", "ceremony", "cues")
 ENV_VAR = "YUEXUAN_DATA"      # the variable naming an overlay folder (read by the CLI only)
 DEFAULT_CUES = "dashe.toml"
 

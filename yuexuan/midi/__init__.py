@@ -1,1 +1,1 @@
-"""MIDI outputs of the Timeline: the Standard MIDI File, and the live show (scheduler, ports, sync, operator)."""
+"""The Standard MIDI File of the Timeline."""

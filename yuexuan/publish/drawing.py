@@ -1,6 +1,6 @@
 """The courtyard drawing: an SVG of the 堂, the stairs, the three 县, the 侯道 and the listeners.
 
-Positions come from ``rite/courtyard.toml`` (:mod:`yuexuan.rite.courtyard`) and the timeline's instrument facts (metres; x east,
+Positions come from ``ceremony/courtyard.toml`` (:mod:`yuexuan.rite.courtyard`) and the timeline's instrument facts (metres; x east,
 y north). Two panels share one file: the 乐县 in detail (north up) and the whole 侯道 at a smaller
 scale. Every instrument is drawn exactly once, as ``<g id="inst-NAME" data-instrument="NAME">``,
 so a page can light it (class ``sounding``). Performers who move (the facts' ``places``, filled by
@@ -17,12 +17,10 @@ import xml.etree.ElementTree as ET
 from typing import NamedTuple
 
 from yuexuan.errors import UserError
+from yuexuan.formats.svgstyle import FONT, SVG_NS
 from yuexuan.publish.drawing_geometry import Labeller, Panel, clusters, text_width
 from yuexuan.rite.courtyard import Courtyard, Listener
 
-SVG_NS = "http://www.w3.org/2000/svg"
-FONT = ("'Noto Sans CJK SC','Source Han Sans SC','PingFang SC','Microsoft YaHei',"
-        "'WenQuanYi Micro Hei','Noto Sans',Arial,sans-serif")
 FAMILY_COLOUR = {"bell": "#b8860b", "stone": "#5f7f8f", "drum": "#a0402a", "string": "#6b4f9f",
                  "pipe": "#3f7f3f", "voice": "#2f4f8f"}
 FAMILY_EN = {"bell": "bells", "stone": "stone chimes", "drum": "drums", "string": "zithers",

@@ -36,10 +36,10 @@ def static_text(name: str) -> str:
 
 def cue_vtt(timeline: Timeline) -> str:
     """WebVTT captions, one per cue, from the renderer's VTT writer (the one writer of captions)."""
-    from yuexuan.audio import sidecars
+    from yuexuan.formats import captions
 
     rows = sorted(((c.start, c.end, c) for c in timeline.cues), key=lambda r: (r[0], r[1]))
-    return sidecars.vtt_text(rows)
+    return captions.vtt_text(rows)
 
 
 def _json_for_script(obj) -> str:
@@ -168,7 +168,7 @@ def write_site(timeline: Timeline, out_dir: str | Path, audio: str | Path | None
 
     ``audio`` is copied beside the page (unless it is already there). ``vtt`` (the captions'
     text) defaults to the renderer's sidecar beside ``audio`` (``NAME.vtt``), else :func:`cue_vtt`.
-    ``court`` is drawn in the layout (default: the packaged ``rite/courtyard.toml``).
+    ``court`` is drawn in the layout (default: the packaged ``ceremony/courtyard.toml``).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The courtyard of the rite (``rite/courtyard.toml``): the 堂, landmarks, targets and listener seats.
+"""The courtyard of the rite (``ceremony/courtyard.toml``): the 堂, landmarks, targets and listener seats.
 
 Frame: metres, x east, y north, z up; the origin is the middle of the 堂's south edge. The one
 reader of this file: the renderer takes its listeners (:func:`listeners`), the drawing all of it
@@ -109,9 +109,9 @@ def _moved(p: tuple, dy_m: float) -> tuple:
 
 def load(path: str | Path | None = None, source: DataSource = DataSource(),
          houdao: str | None = None) -> Courtyard:
-    """Read ``path`` (default rite/courtyard.toml of ``source``), its targets placed by the
+    """Read ``path`` (default ceremony/courtyard.toml of ``source``), its targets placed by the
     ``[[houdao]]`` reading ``houdao`` (variant O24; default: the file's ``default_houdao``)."""
-    path = Path(path) if path else source.path("rite", "courtyard.toml")
+    path = Path(path) if path else source.path("ceremony", "courtyard.toml")
     doc, text = tomlfile.load(path)
     top = tomlfile.Fields(doc, str(path), text, "")
     tang = top.table("tang")

@@ -23,7 +23,7 @@ XIAN_SIDES = ("东", "西", "北", "南", "堂上")
 
 class Known(NamedTuple):
     """What a cue may name: pieces and instruments by name, variant definitions
-    (rite/variants.toml) by key, and the roster's pair groups and ids."""
+    (ceremony/variants.toml) by key, and the roster's pair groups and ids."""
     pieces: dict
     instruments: dict
     vdefs: dict
@@ -51,7 +51,7 @@ def cues(top: Fields, known: Known) -> tuple:
 def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
     """One ``[[cue]]`` table (its id already checked)."""
     kind = cf.get("kind", str, "music", choices=CUE_KINDS)
-    # a 射节 cue may leave its piece to the rank (rite/suspension.toml shejie_piece, 礼记·射义)
+    # a 射节 cue may leave its piece to the rank (ceremony/suspension.toml shejie_piece, 礼记·射义)
     piece = cf.get("piece", str, None if kind == "shejie" else ...)
     if kind in ("music", "shejie") and piece is not None and piece not in known.pieces:
         raise cf.error("piece", f"unknown piece {piece!r}; expected one of: {', '.join(sorted(known.pieces))}")

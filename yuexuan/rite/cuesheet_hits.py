@@ -1,7 +1,7 @@
 """The cue sheet's ``[hits_midi]`` table: which MIDI note a hit sensor on each 侯 sends.
 
 E-drum trigger modules send a note when a pad is struck; with a pad on each 侯,
-``play --hits-midi PORT`` turns a note into a hit on that 侯 (:mod:`yuexuan.midi.hits`).
+``play --hits-midi PORT`` turns a note into a hit on that 侯 (:mod:`yuexuan.live.hits`).
 
 ```toml
 [hits_midi]
@@ -23,7 +23,7 @@ from yuexuan.errors import UserError
 from yuexuan.rite import tomlfile
 from yuexuan.rite.tomlfile import Fields
 
-TARGETS = ("大侯", "参", "干")           # the shot log's 侯 (yuexuan.check.shots.TARGETS)
+TARGETS = ("大侯", "参", "干")           # the shot log's 侯 (yuexuan.scoring.shots.TARGETS)
 HITS_KEYS = {"notes", "channel", "arrow_speed_m_s"}
 # INFERENCE: no measured speed of a Zhou bow's arrow is known. Traditional (non-compound) bows of
 # moderate draw weight launch arrows at roughly 45–65 m/s; 60 m/s as the mean over the 侯道 puts

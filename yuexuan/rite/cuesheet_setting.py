@@ -40,7 +40,7 @@ def ceremony(cer: Fields) -> Ceremony:
 
 def chosen_variants(vf: Fields, vdefs: dict) -> dict:
     """The ``[variants]`` table: variant key -> chosen option, the defaults filled in.
-    ``vdefs`` is rite/variants.toml (:func:`yuexuan.rite.variants.load`)."""
+    ``vdefs`` is ceremony/variants.toml (:func:`yuexuan.rite.variants.load`)."""
     chosen = {}
     for key in vf.data:
         if key not in vdefs:

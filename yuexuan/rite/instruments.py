@@ -87,7 +87,7 @@ class Instrument:
     family: str                # bell | stone | drum | string | pipe | voice
     kind: str                  # its role in a 县: 磬 钟 鑮 建鼓 鼙 鼗 簜 瑟 歌 呼
     xian: str                  # 东 | 西 | 北 | 南 (hung sides) | 堂下 | 堂上 | 侯
-    position_m: tuple          # (x east, y north, z up), metres, rite/courtyard.toml frame
+    position_m: tuple          # (x east, y north, z up), metres, ceremony/courtyard.toml frame
     facing: str
     source: str
     notes: str = ""
@@ -164,7 +164,7 @@ def cue_places(insts: dict, cue_ids: list, variants: dict, vdefs: dict) -> dict:
         for i, pl in enumerate(inst.places):
             for k, v in pl.when.items():
                 if k not in vdefs or v not in vdefs[k]["options"]:
-                    raise UserError(f"unknown variant setting {k} = {v!r} (see rite/variants.toml)",
+                    raise UserError(f"unknown variant setting {k} = {v!r} (see ceremony/variants.toml)",
                                     file=inst.file, key=f"place[{i}].when")
     so_far, seen = {}, set()
     for cid in cue_ids:

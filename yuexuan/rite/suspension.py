@@ -1,4 +1,4 @@
-"""The suspension hierarchy by rank (rite/suspension.toml): the sides and instruments each rank
+"""The suspension hierarchy by rank (ceremony/suspension.toml): the sides and instruments each rank
 hangs, its 射节, and the substitutes the compiler uses where a rank lacks what a cue names."""
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def _substitute(f: tomlfile.Fields) -> tuple:
 
 
 def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
-    """The ranks of ``path`` (default rite/suspension.toml of ``source``), by rank."""
-    path = Path(path) if path else source.path("rite", "suspension.toml")
+    """The ranks of ``path`` (default ceremony/suspension.toml of ``source``), by rank."""
+    path = Path(path) if path else source.path("ceremony", "suspension.toml")
     data, text = tomlfile.load(path)
     top = tomlfile.Fields(data, str(path), text, "")
     subs = [_substitute(sf) for sf in top.tables("substitute", [])]

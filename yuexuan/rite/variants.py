@@ -1,7 +1,7 @@
-"""The commentators' variants as settings (rite/variants.toml).
+"""The commentators' variants as settings (ceremony/variants.toml).
 
 Besides the effect tables each compiler part reads by key (:func:`effect`), an option may carry
-generic effects, applied here as pure functions over the parsed data (header of rite/variants.toml):
+generic effects, applied here as pure functions over the parsed data (header of ceremony/variants.toml):
 ``cue`` (fields set on the cues a variant names in ``cues``), ``drop_cues``, ``facts`` (instrument
 facts replaced), ``hou_shift_m`` (moves the callers at the 侯) and ``roster`` (a group's rank).
 """
@@ -21,8 +21,8 @@ FACT_FIELDS = ("position_m", "pitch_set", "count", "suspension")
 
 def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
     """{variant key: {question, default, options: {name: {source, …effect data}}}} of ``path``
-    (default rite/variants.toml of ``source``)."""
-    path = Path(path) if path else source.path("rite", "variants.toml")
+    (default ceremony/variants.toml of ``source``)."""
+    path = Path(path) if path else source.path("ceremony", "variants.toml")
     data, text = tomlfile.load(path)
     _check(tomlfile.Fields(data, str(path), text, ""))
     return data

@@ -2,14 +2,14 @@
 
 E-drum trigger modules send a note-on when a pad is struck. The cue sheet's ``[hits_midi]``
 table (:mod:`yuexuan.rite.cuesheet_hits`) maps each note to the 侯 its pad is on. A hit at
-timeline time ``t`` on 侯 X is reported to the judging hub (:class:`yuexuan.midi.judging.Hub`)
+timeline time ``t`` on 侯 X is reported to the judging hub (:class:`yuexuan.live.judging.Hub`)
 as a shot:
 
 - **who**: whoever's turn it is by the schedule's shooting 节 (:func:`whose_turn`, a pure
   function of the timeline's 射节 strokes): the archer whose stroke lies nearest to when the arrow
   must have left the string, ``t − flight(X)``, among the strokes before ``t``;
 - **when**: that archer's pending loose (``/yuexuan/loose``), or with none ``t − flight(X)``:
-  the 侯道 of X (``distance_bu`` × ``bu_m`` in rite/courtyard.toml) at the sheet's
+  the 侯道 of X (``distance_bu`` × ``bu_m`` in ceremony/courtyard.toml) at the sheet's
   ``arrow_speed_m_s`` (INFERENCE, docs/cuesheet.md);
 - **what**: 贯 on X, round 3, with the archer's rank, role and pair from the timeline. A scorer
   who sees otherwise corrects it over OSC (``/yuexuan/correct``, docs/play.md).
@@ -129,7 +129,7 @@ def open_sensor(api: str, fragment: str, hub, sensor: HitsMidi, source,
     sheet's ``[hits_midi]`` map ``sensor`` (:func:`yuexuan.rite.cuesheet_hits.read`), to ``hub``
     (from a thread at SCHED_FIFO ``rt_priority`` where allowed). Returns (HitSensor, the open
     ports.Input)."""
-    from yuexuan.midi import ports
+    from yuexuan.live import ports
 
     rules = hub.judge.rules
     reader = HitSensor(hub, sensor, flight_times(sensor, courtyard.load(source=source)),

@@ -4,7 +4,7 @@
 :func:`rules_for` turns them and the timeline into :class:`Rules` — the :class:`shiho.Settings`
 (with the cue sheet's ``gong_exempt`` and ``gong_outside_hu`` variants), the planned 建鼓 strokes
 of the 射节 cue(s) and, for ``--own-jie``, the stroke each arrow is bound to. ``check`` and
-:class:`yuexuan.check.judge.Judge` both build their rules here, so a verdict given live is the one
+:class:`yuexuan.live.judge.Judge` both build their rules here, so a verdict given live is the one
 ``check`` gives on the log.
 """
 
@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from yuexuan.check import ownjie, shiho
+from yuexuan.scoring import ownjie
+
+from yuexuan.scoring import shiho
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
 from yuexuan.timeline import chosen_cues

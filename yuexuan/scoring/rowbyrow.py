@@ -1,9 +1,9 @@
-"""A shot log that grows one row at a time, kept coded for :func:`yuexuan.check.shiho.evaluate`.
+"""A shot log that grows one row at a time, kept coded for :func:`yuexuan.scoring.shiho.evaluate`.
 
-Each row is validated alone by :func:`yuexuan.check.shots.shots_from_columns` (the reader's own
+Each row is validated alone by :func:`yuexuan.scoring.shots.shots_from_columns` (the reader's own
 checks and vocabularies) and its codes appended, so a live judge does not validate and code the
 whole log again at every shot; :meth:`ShotColumns.shots` gives the same
-:class:`~yuexuan.check.shots.Shots` (codes, archers, pairs) ``check`` makes from the log file.
+:class:`~yuexuan.scoring.shots.Shots` (codes, archers, pairs) ``check`` makes from the log file.
 Pairs are numbered by first appearance, as the reader numbers them.
 """
 
@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from yuexuan.check import report, shiho
-from yuexuan.check.shotlog import FIELDS, Columns
-from yuexuan.check.shots import Shots, shots_from_columns
+from yuexuan.scoring import report
+
+from yuexuan.scoring import shiho
+from yuexuan.scoring.logread import FIELDS, Columns
+from yuexuan.scoring.shots import Shots, shots_from_columns
 
 LIVE_PATH = "live"                 # the "file" named in a live shot's error
 CODED = ("time", "rank", "role", "target", "result", "round")

@@ -4,7 +4,7 @@ A shot log has one row per arrow: ``time`` (seconds), ``archer``, ``rank`` (公 
 ``role`` (上射 | 下射), ``target`` (the 侯 hit: 大侯 | 参 | 干; empty for a miss), ``result``
 (贯 | 离维纲 | 扬触 | 梱复 | 着侯, or a miss: 不中 | 留 | 扬 | 方) and optionally ``pair`` and
 ``round`` (1 | 2 | 3; default 3). docs/check.md gives the meaning of each value.
-:mod:`yuexuan.check.shotlog` reads the file (csv or json); this module checks every field and
+:mod:`yuexuan.scoring.logread` reads the file (csv or json); this module checks every field and
 turns the columns into index arrays. Every mistake is a :class:`~yuexuan.errors.UserError`
 naming the file, the line, the row and the column.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan.check.shotlog import FIELDS, OPTIONAL, REQUIRED, Columns, field_error, read_columns
+from yuexuan.scoring.logread import FIELDS, OPTIONAL, REQUIRED, Columns, field_error, read_columns
 from yuexuan.errors import UserError
 
 RANKS = ("公", "宾", "卿", "大夫", "士")          # most senior first

@@ -16,8 +16,8 @@ import unicodedata
 
 import numpy as np
 
-from yuexuan.check import shiho
-from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, Shots
+from yuexuan.scoring import shiho
+from yuexuan.scoring.shots import RANKS, RESULTS, ROLES, TARGETS, Shots
 
 FIELDS_OUT = ("time", "archer", "rank", "role", "target", "result", "pair", "round",
               "nearest_beat", "offset", "on_beat", "released", "reason")

@@ -3,13 +3,13 @@
 For each shot, in this order (docs/play.md, "Live judging"):
 
 1. its arrival (monotonic s) becomes the ceremony's timeline seconds: the show's position
-   (:meth:`yuexuan.midi.live_show.LiveShow.timeline_s`, which knows holds, GO waits and
+   (:meth:`yuexuan.live.judged_show.JudgedShow.timeline_s`, which knows holds, GO waits and
    ``--from``) moved by the selection's place in the whole ceremony (:class:`CeremonyClock`), so
    ``check CUES LOG`` judges the log with no ``--offset``;
-2. :class:`yuexuan.check.judge.Judge` judges it with ``check``'s rules (the judged time is the
+2. :class:`yuexuan.live.judge.Judge` judges it with ``check``'s rules (the judged time is the
    archer's pending loose, else the arrival);
 3. a hit sounds the 获者's call on the rig at once (a 公's 留/扬/方 the 大射正's), through the
-   show's send path (:meth:`~yuexuan.midi.live_show.LiveShow.sound_call`);
+   show's send path (:meth:`~yuexuan.live.judged_show.JudgedShow.sound_call`);
 4. the row is appended to ``--shots-log`` and fsynced;
 5. only then is the verdict sent (``--osc-out``) and shown: a kill keeps every shot whose verdict
    anyone saw.
@@ -24,9 +24,9 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from yuexuan.check.judge import RoundEnd, ShotError
-from yuexuan.midi import osc
-from yuexuan.midi.live_calls import HUO
+from yuexuan.live.judge import RoundEnd, ShotError
+from yuexuan.live import osc
+from yuexuan.live.calls import HUO
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 
 SCREEN_LINES = 6            # latest verdicts (and bad messages) on the operator's screen
@@ -67,7 +67,7 @@ def round_closing_cues(timeline) -> frozenset:
 
 
 def verdict_line(j) -> str:
-    """One screen line for a judged shot (:class:`yuexuan.check.judge.JudgedShot`)."""
+    """One screen line for a judged shot (:class:`yuexuan.live.judge.JudgedShot`)."""
     r = j.row
     drum = ("" if r.get("nearest_beat") is None
             else f"  beat {r['nearest_beat']:.3f} {1000 * r['offset']:+.0f} ms")
@@ -82,11 +82,11 @@ def tally_line(t: dict, final: bool) -> str:
 
 
 class Hub:
-    """Feeds the :class:`~yuexuan.check.judge.Judge`; sounds, logs, sends and shows each verdict.
+    """Feeds the :class:`~yuexuan.live.judge.Judge`; sounds, logs, sends and shows each verdict.
 
-    ``show``: a :class:`~yuexuan.midi.live_show.LiveShow`; ``calls``: :func:`yuexuan.midi.
-    live_calls.call_templates`; ``log``: a :class:`yuexuan.check.logwriter.ShotLogWriter` or None;
-    ``out``: an :class:`yuexuan.midi.osc.OscOut` or None; ``command(name)``: runs a show command
+    ``show``: a :class:`~yuexuan.live.judged_show.JudgedShow`; ``calls``: :func:`yuexuan.midi.
+    live_calls.call_templates`; ``log``: a :class:`yuexuan.scoring.logwrite.ShotLogWriter` or None;
+    ``out``: an :class:`yuexuan.live.osc.OscOut` or None; ``command(name)``: runs a show command
     (the operator's queue); ``closers``: :func:`round_closing_cues` of the show's timeline (None:
     every shooting cue closes the rounds judged in it)."""
 
@@ -105,7 +105,7 @@ class Hub:
 
     # -- input -------------------------------------------------------------------------------
     def deliver(self, record) -> None:
-        """One record of :mod:`yuexuan.midi.osc` (the OSC thread calls this)."""
+        """One record of :mod:`yuexuan.live.osc` (the OSC thread calls this)."""
         if isinstance(record, osc.Shot):
             self.shot(record.fields, record.arrival)
         elif isinstance(record, osc.Loose):

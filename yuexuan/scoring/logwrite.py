@@ -1,6 +1,6 @@
 """The live shot log (``play --shots-log FILE``): one row a judged shot, on disk before it is shown.
 
-Rows are in the columns of ``check --format csv`` (:func:`yuexuan.check.report.fields_out`),
+Rows are in the columns of ``check --format csv`` (:func:`yuexuan.scoring.report.fields_out`),
 written by :mod:`csv` (CRLF line ends, as ``check`` writes them), each followed by ``flush`` and
 :func:`os.fsync`: once :meth:`ShotLogWriter.write` has returned, a kill (even SIGKILL, or the
 machine losing power after the disk has the data) keeps that row. The header is written when the
@@ -10,7 +10,7 @@ resumed after a crash goes on in the same log).
 A crash during a write can leave the last line cut short. That row was never confirmed (its
 verdict was neither shown nor sent), so opening the file again drops it — the only change ever
 made to rows already there — and says so in :attr:`ShotLogWriter.repaired`. ``check`` reads such
-a file as it is, with a warning (:mod:`yuexuan.check.shotlog`).
+a file as it is, with a warning (:mod:`yuexuan.scoring.logread`).
 
 A scorer's correction (``/yuexuan/correct``) changes a row already written: :meth:`rewrite`
 writes every row to a temporary file beside the log, fsyncs it, renames it over the log and
@@ -24,7 +24,7 @@ import io
 import os
 import tempfile
 
-from yuexuan.check import report
+from yuexuan.scoring import report
 from yuexuan.errors import UserError
 
 COLUMNS = report.fields_out(None)

@@ -1,7 +1,7 @@
 """What the live show plays: the setup messages and each selected cue's events.
 
-Built from the :class:`yuexuan.midi.smf.TimedMessage` records of
-:func:`yuexuan.midi.smf.timeline_messages`, each of which names the cue of its note: nothing
+Built from the :class:`yuexuan.formats.midimessages.TimedMessage` records of
+:func:`yuexuan.formats.midimessages.timeline_messages`, each of which names the cue of its note: nothing
 here works out a message's cue from times.
 
 The window (``play --from TIME --until TIME``, for a rehearsal started part-way): TIME is
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from yuexuan.errors import UserError, unknown_cue
-from yuexuan.midi.queue_items import Kind
+from yuexuan.live.queue_items import Kind
 from yuexuan.timeline import chosen_cues
 
 

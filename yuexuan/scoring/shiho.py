@@ -2,7 +2,7 @@
 
 Each rule quotes the sentence of the text it applies (仪礼·大射仪, seed [001], with 郑注 [000]
 [003]); docs/check.md says which readings are INFERENCE. Inputs are the index arrays of
-:class:`yuexuan.check.shots.Shots`; every function returns new arrays and keeps no state.
+:class:`yuexuan.scoring.shots.Shots`; every function returns new arrays and keeps no state.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from yuexuan.check.shots import RANKS, RESULTS, ROLES, TARGETS, Shots, is_miss
+from yuexuan.scoring.shots import RANKS, RESULTS, ROLES, TARGETS, Shots, is_miss
 
 GONG, BIN, QING, DAFU, SHI = range(5)            # indices into RANKS (most senior first)
 SHANG, XIA = range(2)                            # indices into ROLES: 上射, 下射
@@ -324,7 +324,7 @@ def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s
 
 def evaluate_shots(shots: Shots, beats_s, offset_s: float = 0.0,
                    settings: Settings = Settings(), bound_s=None) -> Verdict:
-    """:func:`evaluate` on a :class:`yuexuan.check.shots.Shots`."""
+    """:func:`evaluate` on a :class:`yuexuan.scoring.shots.Shots`."""
     return evaluate(shots.round, shots.rank, shots.role, shots.target, shots.result, shots.pair,
                     shots.time, beats_s, offset_s, settings, bound_s)
 

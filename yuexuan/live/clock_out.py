@@ -5,15 +5,15 @@ timeline time) and stands still while the show is held: show time ``s`` is due a
 ``anchor + s``. The MIDI clock (24 pulses a quarter note) follows each cue's ``Cue.beat_s``
 (seconds a quarter note) unless a fixed beat overrides it: the tempo changes where a cue starts,
 which has a pulse on its first beat, and between cues the clock keeps the last cue's tempo. Pulse
-times come from :func:`yuexuan.midi.sync.cue_clock_times` and quarter-frame times from
-:func:`yuexuan.midi.sync.mtc_index_time`; both are queued a stretch of ``CHUNK_S`` at a time, half
+times come from :func:`yuexuan.live.timecode.cue_clock_times` and quarter-frame times from
+:func:`yuexuan.live.timecode.mtc_index_time`; both are queued a stretch of ``CHUNK_S`` at a time, half
 a stretch ahead. Not thread-safe: the show calls it under its own lock.
 """
 
 from __future__ import annotations
 
-from yuexuan.midi import sync
-from yuexuan.midi.queue_items import SYNC_KINDS, Kind, Payload
+from yuexuan.live import timecode
+from yuexuan.live.queue_items import SYNC_KINDS, Kind, Payload
 
 CHUNK_S = 1.0                # show seconds of pulses and quarter frames queued at a time
 CLOCK_START, CLOCK_CONTINUE, CLOCK_STOP, CLOCK_PULSE = (0xFA,), (0xFB,), (0xFC,), (0xF8,)
@@ -32,7 +32,7 @@ class SyncStreams:
         self._msc_device = msc_device
         self.anchor: float | None = None       # monotonic time of show time 0
         self._gen = 0                          # queued payloads of older generations are stale
-        self._segments: list = []              # sync.ClockSegment, by start
+        self._segments: list = []              # timecode.ClockSegment, by start
         self._queued_to = 0.0                  # show time up to which the streams are queued
         self._mtc_next = 0                     # next quarter-frame index to queue
         self._running = False                  # the clock started and did not stop since
@@ -44,9 +44,9 @@ class SyncStreams:
 
     def begin(self, at: float, show_s: float, segments) -> None:
         """Start the show clock: monotonic ``at`` is show time ``show_s``; ``segments``
-        (:class:`yuexuan.midi.sync.ClockSegment`) are the tempi of the cues known so far."""
+        (:class:`yuexuan.live.timecode.ClockSegment`) are the tempi of the cues known so far."""
         self.anchor = at - show_s
-        self._segments = ([sync.ClockSegment(show_s, self._beat_override)]
+        self._segments = ([timecode.ClockSegment(show_s, self._beat_override)]
                           if self._beat_override else sorted(segments, key=lambda g: g.start_s))
         self._start_streams(show_s, CLOCK_START)
 
@@ -55,7 +55,7 @@ class SyncStreams:
         if self._beat_override or self.anchor is None:
             return
         show_s = at - self.anchor
-        self._segments.append(sync.ClockSegment(show_s, beat_s))
+        self._segments.append(timecode.ClockSegment(show_s, beat_s))
         if not (self._clock and self._running):
             return
         gen = self._gen
@@ -89,7 +89,7 @@ class SyncStreams:
         """Send an MSC GO for ``cue_number`` (if an MSC device was given)."""
         if self._msc_device is None:
             return False
-        return self._send(tuple(sync.msc_message("go", self._msc_device, cue_number).bytes()))
+        return self._send(tuple(timecode.msc_message("go", self._msc_device, cue_number).bytes()))
 
     def dispatch(self, p: Payload) -> bool:
         """Handle a due sync payload; True when something was sent."""
@@ -98,15 +98,15 @@ class SyncStreams:
         if p.kind == Kind.CLOCK:
             return self._send(p.data)
         if p.kind == Kind.MTC:
-            return self._send(tuple(sync.mtc_quarter_frame(p.data, self._mtc_fps).bytes()))
+            return self._send(tuple(timecode.mtc_quarter_frame(p.data, self._mtc_fps).bytes()))
         self._queue(self._queued_to + CHUNK_S)          # Kind.REFILL
         return False
 
     # -- internals -------------------------------------------------------------------------------
     def _start_streams(self, show_s: float, clock_byte: tuple) -> None:
         if self._mtc_fps:
-            self._send(tuple(sync.mtc_full_frame(show_s, self._mtc_fps).bytes()))
-            self._mtc_next = sync.mtc_first_index(show_s, self._mtc_fps)
+            self._send(tuple(timecode.mtc_full_frame(show_s, self._mtc_fps).bytes()))
+            self._mtc_next = timecode.mtc_first_index(show_s, self._mtc_fps)
         if self._clock:
             self._running = True
             self._sched.add(self.anchor + show_s,
@@ -119,7 +119,7 @@ class SyncStreams:
         """(due, payload) for the clock pulses in show time [start_s, end_s)."""
         gen, anchor = self._gen, self.anchor
         return [(anchor + t, Payload(gen, t, None, Kind.CLOCK, CLOCK_PULSE))
-                for t in sync.cue_clock_times(self._segments, start_s, end_s).tolist()]
+                for t in timecode.cue_clock_times(self._segments, start_s, end_s).tolist()]
 
     def _queue(self, end_s: float) -> None:
         """Queue the pulses and quarter frames up to show time ``end_s``, and the next refill."""
@@ -127,9 +127,9 @@ class SyncStreams:
         if self._clock:
             items += self._pulses(self._queued_to, end_s)
         if self._mtc_fps:
-            stop = sync.mtc_index_at(end_s, self._mtc_fps)
+            stop = timecode.mtc_index_at(end_s, self._mtc_fps)
             for k in range(self._mtc_next, stop):
-                t = sync.mtc_index_time(k, self._mtc_fps)
+                t = timecode.mtc_index_time(k, self._mtc_fps)
                 items.append((anchor + t, Payload(gen, t, None, Kind.MTC, k)))
             self._mtc_next = max(self._mtc_next, stop)
         refill_s = end_s - CHUNK_S / 2

@@ -1,7 +1,7 @@
 """The live show with what live judging needs: where it stands on the timeline, live calls on its
 send path, and hooks at each cue start, cue end and 射节 stroke (for ``--osc-out``).
 
-:class:`LiveShow` extends :class:`yuexuan.midi.live.Show` and keeps its timing model: a run's
+:class:`JudgedShow` extends :class:`yuexuan.live.show.Show` and keeps its timing model: a run's
 message of timeline time ``t`` is due at ``anchor + t``; a hold freezes the position; the beats
 ride the run as cue events, so hold, resume, soft stop and GO move or drop them as they move or
 drop the cue's notes. Live calls sound under the show's lock through its outlet (so PANIC, a hold
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from yuexuan.midi import live
-from yuexuan.midi.queue_items import Kind, Payload
+from yuexuan.live import show as show_mod
+from yuexuan.live.queue_items import Kind, Payload
 
 CALLS_CUE = "(live calls)"      # the outlet's cue for live calls: no cue of a timeline is named so
 BEAT = "beat"                   # key tag of a beat marker (a cue event carrying no bytes)
@@ -23,12 +23,12 @@ def _ignore(*_args) -> None:
     return None
 
 
-class LiveShow(live.Show):
+class JudgedShow(show_mod.Show):
     """``beats``: the selection's 建鼓 strokes (:class:`yuexuan.timeline.Beat`, selection seconds).
     ``on_cue(cue)``, ``on_cue_end(cue)`` and ``on_beat(beat)`` are called on the scheduler thread
     under the show's lock: they must be quick (a UDP send)."""
 
-    def __init__(self, program, send, options=live.ShowOptions(), port_name: str = "",
+    def __init__(self, program, send, options=show_mod.ShowOptions(), port_name: str = "",
                  beats=(), on_cue=_ignore, on_cue_end=_ignore, on_beat=_ignore,
                  clock=time.monotonic):
         super().__init__(program, send, options, port_name, clock)
@@ -56,7 +56,7 @@ class LiveShow(live.Show):
 
     # -- live calls ----------------------------------------------------------------------------------
     def sound_call(self, events) -> bool:
-        """Sound a call now: ``events`` (:class:`yuexuan.midi.live_calls.CallEvent`) from this
+        """Sound a call now: ``events`` (:class:`yuexuan.live.calls.CallEvent`) from this
         instant; the first at ``dt`` 0 goes out before this returns. False after the show ended."""
         with self._lock:
             if self._closed:

@@ -28,8 +28,8 @@ BANDS_HZ = ((30.0, 150.0), (150.0, 600.0), (600.0, 2500.0), (2500.0, 8000.0))
 
 def read_audio(path: str | Path) -> tuple[np.ndarray, int]:
     """Mono float64 samples and the sample rate (Hz) of a recording at its own rate (any format
-    :mod:`yuexuan.check.recording` decodes: WAV, FLAC, MP3, MP4/MOV with AAC)."""
-    from yuexuan.check import recording
+    :mod:`yuexuan.check.drum.recording` decodes: WAV, FLAC, MP3, MP4/MOV with AAC)."""
+    from yuexuan.check.drum import recording
 
     sr = recording.native_rate(path)
     return recording.read_recording(path, sr).astype(np.float64), sr

@@ -1,6 +1,6 @@
 """Sync for other gear: MIDI clock (24 ppqn), MIDI Time Code, MIDI Show Control; trigger matching.
 
-Pure encoders, decoders and pulse times; the show's sync streams (:mod:`yuexuan.midi.sync_streams`)
+Pure encoders, decoders and pulse times; the show's sync streams (:mod:`yuexuan.live.clock_out`)
 send them. Times are seconds on the show clock.
 """
 

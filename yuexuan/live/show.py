@@ -1,6 +1,6 @@
 """The live show's state machine: cues of a compiled timeline played under operator control.
 
-Timing comes only from the events of the :class:`yuexuan.midi.program.Program` (timeline
+Timing comes only from the events of the :class:`yuexuan.live.program.Program` (timeline
 seconds). A cue started at monotonic time ``g`` plays its message of timeline time ``t`` at
 ``g + (t − start)``; in ``auto`` mode the whole selection is anchored once, so every message is
 due at ``origin + (t − from_s)``, exactly as compiled.
@@ -11,9 +11,9 @@ Commands (thread-safe; from the keyboard, a foot switch or MSC):
   hold      freeze the show (sounding notes released) — resume continues where it froze;
   panic     cancel everything, note-offs for every sounding note, All Notes Off everywhere.
 
-The other parts: :mod:`~yuexuan.midi.program` (what is played), :mod:`~yuexuan.midi.outlet`
-(what went out, what still sounds, the port going and returning), :mod:`~yuexuan.midi.sync_streams`
-(MIDI clock, MTC, MSC) and :mod:`~yuexuan.midi.scheduler` (when). Bookkeeping of sounding notes
+The other parts: :mod:`~yuexuan.live.program` (what is played), :mod:`~yuexuan.live.outlet`
+(what went out, what still sounds, the port going and returning), :mod:`~yuexuan.live.clock_out`
+(MIDI clock, MTC, MSC) and :mod:`~yuexuan.live.scheduler` (when). Bookkeeping of sounding notes
 guarantees that :meth:`Show.shutdown` leaves nothing hanging.
 """
 
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 
 import mido
 
-from yuexuan.midi import sync
-from yuexuan.midi.operator import Status
-from yuexuan.midi.outlet import Outlet
-from yuexuan.midi.program import Program
-from yuexuan.midi.queue_items import CUE_KINDS, SYNC_KINDS, Kind, Payload
-from yuexuan.midi.scheduler import Scheduler
-from yuexuan.midi.sync_streams import SyncStreams
+from yuexuan.live import timecode
+from yuexuan.live.operator import Status
+from yuexuan.live.outlet import Outlet
+from yuexuan.live.program import Program
+from yuexuan.live.queue_items import CUE_KINDS, SYNC_KINDS, Kind, Payload
+from yuexuan.live.scheduler import Scheduler
+from yuexuan.live.clock_out import SyncStreams
 
 GO_AFTER_S = 0.005           # from a GO (once the show runs) to the cue's first message, s
 _MSC_COMMANDS = {"go": "go", "stop": "stop", "resume": "resume", "all_off": "panic"}
@@ -118,7 +118,7 @@ class Show:
                 origin = self._clock() + self.options.lead_s
                 starts = [self._first_s(c) for c in self.program.cues]
                 # show time is timeline time: each cue's clock tempo from where it starts playing
-                self._sync.begin(origin, starts[0], [sync.ClockSegment(s, c.beat_s) for s, c
+                self._sync.begin(origin, starts[0], [timecode.ClockSegment(s, c.beat_s) for s, c
                                                      in zip(starts, self.program.cues)])
                 self._launch(list(range(len(self.program.cues))), origin - starts[0])
                 self._index = len(self.program.cues)
@@ -162,7 +162,7 @@ class Show:
                 self._sync.cue_starts(start_at, cue.beat_s)
             else:
                 start_at = self._clock() + self.options.lead_s
-                self._sync.begin(start_at, 0.0, [sync.ClockSegment(0.0, cue.beat_s)])
+                self._sync.begin(start_at, 0.0, [timecode.ClockSegment(0.0, cue.beat_s)])
             if self._run is not None:               # GO moves on: cut what is still playing
                 self._drop_run()
                 self._outlet.silence()
@@ -243,18 +243,18 @@ class Show:
         return {"go": self.go, "stop": self.soft_stop, "hold": self.hold, "resume": self.resume,
                 "panic": self.panic}[name]()
 
-    def midi_in(self, data, go: sync.Trigger, stop: sync.Trigger) -> str | None:
+    def midi_in(self, data, go: timecode.Trigger, stop: timecode.Trigger) -> str | None:
         """An incoming raw message (foot switch / MSC): the command it fires, if any."""
         try:
             msg = mido.Message.from_bytes(list(data))
         except ValueError:
             return None
-        msc = sync.parse_msc(msg, self.options.msc_device)
+        msc = timecode.parse_msc(msg, self.options.msc_device)
         if msc is not None:
             name = _MSC_COMMANDS[msc[0]]
-        elif sync.matches(go, msg):
+        elif timecode.matches(go, msg):
             name = "go"
-        elif sync.matches(stop, msg):
+        elif timecode.matches(stop, msg):
             name = "stop"
         else:
             return None

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from yuexuan.check.shiho import arrow_numbers
+from yuexuan.scoring.shiho import arrow_numbers
 
 
 def own_strokes(beats, cue_ids, round_, archers: list, time_s) -> np.ndarray:
     """The planned stroke (timeline s) bound to each shot: the shooting Beat of one of ``cue_ids``
     whose ``archer`` is the shot's archer and whose ``arrow`` is the shot's number among that
-    archer's shots of the round (:func:`~yuexuan.check.shiho.arrow_numbers`); NaN where the
+    archer's shots of the round (:func:`~yuexuan.scoring.shiho.arrow_numbers`); NaN where the
     timeline has none (an archer not in the roster, a fifth arrow) or outside round 3."""
     wanted = set(cue_ids)
     bound = {}

@@ -1,9 +1,9 @@
 """The live judge: shots judged one at a time as they arrive, exactly as ``check`` judges the log.
 
 :class:`Judge` holds the shots so far as a shot log's rows, each validated and coded by the
-reader's own code as it arrives (:class:`yuexuan.check.shotcolumns.ShotColumns`), and at each shot
-judges them all again with :func:`yuexuan.check.shiho.evaluate` under the
-:class:`yuexuan.check.rules.Rules` that ``check`` builds from the same options. So the verdict of
+reader's own code as it arrives (:class:`yuexuan.scoring.rowbyrow.ShotColumns`), and at each shot
+judges them all again with :func:`yuexuan.scoring.shiho.evaluate` under the
+:class:`yuexuan.scoring.rules.Rules` that ``check`` builds from the same options. So the verdict of
 shot *n* is, by construction, the verdict ``check`` gives row *n* of the log of shots 1..n (a later
 shot may change an earlier verdict — a partner's rank, an arrow's number under ``--own-jie`` — and
 is then reported as revised). Judging all again is whole-array numpy, O(n) a shot:
@@ -32,11 +32,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from yuexuan.check import report, shiho
-from yuexuan.check.rules import Rules
-from yuexuan.check.shotcolumns import ShotColumns, changed, row_at
-from yuexuan.check.shotlog import FIELDS
-from yuexuan.check.shots import RANKS, RESULTS
+from yuexuan.scoring import report
+
+from yuexuan.scoring import shiho
+from yuexuan.scoring.rules import Rules
+from yuexuan.scoring.rowbyrow import ShotColumns, changed, row_at
+from yuexuan.scoring.logread import FIELDS
+from yuexuan.scoring.shots import RANKS, RESULTS
 from yuexuan.errors import UserError
 
 DECIMALS = report.DECIMALS         # judged times rounded as the log writes them (microseconds)
@@ -181,7 +183,7 @@ class Judge:
         in time order) of the latest round he shot in now has ``result`` — on ``target`` when
         given, on the 侯 it had otherwise, on none for a miss. Every shot is judged again; the
         JudgedShot is the corrected one's (``revised``: the others it changed; no round end).
-        The caller rewrites the log (:meth:`yuexuan.check.logwriter.ShotLogWriter.rewrite`)."""
+        The caller rewrites the log (:meth:`yuexuan.scoring.logwrite.ShotLogWriter.rewrite`)."""
         archer = archer.strip()
         text = self._log.text
         mine = [i for i, r in enumerate(text) if r["archer"].strip() == archer]

@@ -1,7 +1,7 @@
 """The 建鼓 heard in a recording of the whole 轩县 (bells, stones, 鼙, song, crowd, wind): every
 percussive onset of its low band, each with its timbre and an exact attack time.
 
-The recording is read in blocks (:func:`yuexuan.check.recording.iter_blocks`), so an hour costs
+The recording is read in blocks (:func:`yuexuan.check.drum.recording.iter_blocks`), so an hour costs
 the memory of a block. In each block:
 
 1. **STFT** (librosa, 1024-sample window = 64 ms at 16 kHz, 8 ms hop) of the bins below 1 kHz,
@@ -15,7 +15,7 @@ the memory of a block. In each block:
    the bells' onsets (higher, and harmonic) hardly count.
 4. **Candidates**: peaks of that strength (``scipy.signal.find_peaks``, ≥ 100 ms apart). Each keeps
    its *timbre* — the dB rise of each percussive bin from 0 to 1 kHz across its onset — for the
-   model of :mod:`yuexuan.check.drumfinder` to judge against the drum's own strokes.
+   model of :mod:`yuexuan.check.drum.finder` to judge against the drum's own strokes.
 5. **Attack time**: a frame is 8 ms and its window 64 ms, too coarse to judge a shot by. The low
    band (30–250 Hz, 2nd-order zero-phase Butterworth: ``scipy.signal.sosfiltfilt``) is taken on
    the waveform, its envelope by ``scipy.signal.hilbert``; the attack is where the envelope,
@@ -165,7 +165,7 @@ def _with_context(blocks: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, fl
 
 def scan(path: str | Path, block_s: float = BLOCK_S) -> Candidates:
     """Every candidate of the recording, read block by block at ``SR``."""
-    from yuexuan.check import recording
+    from yuexuan.check.drum import recording
 
     block_s = max(1, round(block_s * SR / HOP)) * HOP / SR    # whole hops: one frame grid
     parts = [scan_block(buf, t0, core)

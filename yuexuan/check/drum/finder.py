@@ -1,12 +1,12 @@
 """``check --beats-from``: which of a recording's percussive low onsets are the 建鼓's strokes, how
 sure each is, and their alignment to the planned 射节 beats.
 
-The candidates (:mod:`yuexuan.check.drumband`) are every low percussive onset: the 建鼓's strokes,
+The candidates (:mod:`yuexuan.check.drum.band`) are every low percussive onset: the 建鼓's strokes,
 but also the 朔鼙 and 应鼙 before each 节, the thump of a bell or stone, a sung consonant, a
 cough. The drum is told from them by a model learnt from the recording itself:
 
 1. **Seeds.** The strongest candidates (twice as many as planned strokes) are followed along the
-   plan (:func:`yuexuan.check.onsets.align`); those that fall where the plan expects a stroke are
+   plan (:func:`yuexuan.check.drum.align.align`); those that fall where the plan expects a stroke are
    the drum's own strokes, the seeds.
 2. **Model.** Fisher's linear discriminant of the candidates' *timbre* (the dB rise across the
    onset of each percussive bin below 1 kHz): the seeds against the onsets farther than ⅛ beat
@@ -18,7 +18,7 @@ cough. The drum is told from them by a model learnt from the recording itself:
    and level scores 1; a 鼙 (its body higher, its rise below 80 Hz small) or a bell's knock
    near 0.
 4. **Strokes.** Candidates at least ``KEEP`` drum-like are aligned to the plan as before
-   (:func:`yuexuan.check.onsets.align`, following drift); one that matches no planned stroke is
+   (:func:`yuexuan.check.drum.align.align`, following drift); one that matches no planned stroke is
    kept (an extra stroke, which serves as a beat) only when its confidence reaches
    ``THRESHOLD`` — an onset that is neither where the plan expects the drum nor clearly the drum
    is not taken for it.
@@ -34,7 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan.check import drumband, onsets
+from yuexuan.check.drum import band
+
+from yuexuan.check.drum import align
 from yuexuan.errors import UserError
 
 THRESHOLD = 0.5      # confidence below which a stroke is doubtful
@@ -51,6 +53,18 @@ FINDER = ("HPSS low-band percussive onsets (librosa), a timbre model learnt from
 
 
 @dataclass(frozen=True)
+class DrumEvidence:
+    """The drum finder's result, on the timeline clock (seconds)."""
+
+    alignment: align.Alignment  # live_s, plan_index, live_index …
+    confidence: np.ndarray     # one per alignment.live_s stroke, in [0, 1]
+    threshold: float           # a stroke below this confidence is doubtful
+    strength_t_s: np.ndarray   # timeline time of each onset-strength frame, s
+    strength: np.ndarray       # the recording's onset strength per frame, 0..1
+    finder: str                # how the strokes and confidences were found (one line)
+
+
+@dataclass(frozen=True)
 class DrumModel:
     """The drum as this recording sounds it: a direction in timbre space that parts its strokes
     from the other onsets, and where on it the two lie."""
@@ -64,7 +78,7 @@ class DrumModel:
     span_s: tuple            # (from, to): where the 射节 is heard, recording clock, s
 
 
-def heard_plan(plan: np.ndarray, al: onsets.Alignment, live_rec_s: np.ndarray) -> np.ndarray:
+def heard_plan(plan: np.ndarray, al: align.Alignment, live_rec_s: np.ndarray) -> np.ndarray:
     """Each planned stroke moved to where it is heard on the recording's clock (s): the drift of
     the matched strokes interpolated (held constant beyond the first and last)."""
     p = plan[al.plan_index]
@@ -104,7 +118,7 @@ def plan_window(plan: np.ndarray, start_s: float, gap_s: float) -> tuple[float, 
             float(plan[-1] - start_s + 2 * gap_s + DRIFT_ALLOWED * span))
 
 
-def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> DrumModel:
+def learn(c: band.Candidates, plan: np.ndarray, start_s: float | None) -> DrumModel:
     """The model from the strongest candidates that fall on the plan (the module's steps 1–2)."""
     gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
     n = SEED_FACTOR * len(plan)
@@ -113,7 +127,7 @@ def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> Dr
     lo, hi = plan_window(plan, start_s if start_s is not None else start_s_guess, gap)
     inside = np.flatnonzero((c.time_s >= lo) & (c.time_s <= hi))
     top = np.sort(inside[np.argsort(c.strength[inside])[::-1][:n]])
-    al = onsets.align(c.time_s[top], plan, start_s)
+    al = align.align(c.time_s[top], plan, start_s)
     seeds = top[al.live_index]
     if len(seeds) < 3:
         raise UserError("no drum strokes found in the recording: none falls on the planned beats")
@@ -135,7 +149,7 @@ def learn(c: drumband.Candidates, plan: np.ndarray, start_s: float | None) -> Dr
                      (float(heard[0] - gap), float(heard[-1] + gap)))
 
 
-def drum_like(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
+def drum_like(c: band.Candidates, model: DrumModel) -> np.ndarray:
     """How drum-like each candidate's timbre is, in [0, 1]: its drum score placed between the
     off-plan onsets' 99th percentile (0) and the seeds' median (1)."""
     score = c.timbre.astype(np.float64) @ model.axis
@@ -145,7 +159,7 @@ def drum_like(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
     return np.clip((score - model.score_other) / span, 0.0, 1.0)
 
 
-def loud(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
+def loud(c: band.Candidates, model: DrumModel) -> np.ndarray:
     """How loud each candidate is against the drum's typical stroke, in [0, 1]: 1 at the seeds'
     median level or above, falling by 1/``LEVEL_SPAN_DB`` per dB softer."""
     db = 20.0 * np.log10(np.maximum(c.level, 1e-12) / max(model.level, 1e-12))
@@ -156,20 +170,20 @@ def loud(c: drumband.Candidates, model: DrumModel) -> np.ndarray:
 class Found:
     """The strokes taken from a recording, aligned to the plan."""
 
-    alignment: onsets.Alignment
+    alignment: align.Alignment
     confidence: np.ndarray       # per alignment.live_s stroke
-    candidates: drumband.Candidates
+    candidates: band.Candidates
     model: DrumModel
 
 
-def strokes(c: drumband.Candidates, plan: np.ndarray, start_s: float | None = None) -> Found:
+def strokes(c: band.Candidates, plan: np.ndarray, start_s: float | None = None) -> Found:
     """The drum's strokes among the candidates and their alignment to ``plan`` (step 4)."""
     model = learn(c, plan, start_s)
     like = drum_like(c, model)
     conf = like * loud(c, model)
     inside = (c.time_s >= model.span_s[0]) & (c.time_s <= model.span_s[1])
     kept = np.flatnonzero((like >= KEEP) & inside)
-    al = onsets.align(c.time_s[kept], plan, start_s)
+    al = align.align(c.time_s[kept], plan, start_s)
     matched = np.zeros(len(kept), dtype=bool)
     matched[al.live_index] = True
     sure = matched | (conf[kept] >= THRESHOLD)
@@ -182,8 +196,8 @@ def strokes(c: drumband.Candidates, plan: np.ndarray, start_s: float | None = No
 
 
 def find(path: str | Path, plan: np.ndarray, start_s: float | None = None) -> Found:
-    """Scan the recording (:func:`yuexuan.check.drumband.scan`) and take the drum's strokes."""
-    c = drumband.scan(path)
+    """Scan the recording (:func:`yuexuan.check.drum.band.scan`) and take the drum's strokes."""
+    c = band.scan(path)
     if len(c.time_s) < 2:
         raise UserError("no drum strokes found in the recording", file=str(path))
     try:
@@ -194,10 +208,8 @@ def find(path: str | Path, plan: np.ndarray, start_s: float | None = None) -> Fo
         raise
 
 
-def evidence(path: str | Path, plan: np.ndarray, start_s: float | None = None):
-    """The finder's result as :class:`yuexuan.check.evidence.DrumEvidence` (timeline clock)."""
-    from yuexuan.check.evidence import DrumEvidence
-
+def evidence(path: str | Path, plan: np.ndarray, start_s: float | None = None) -> DrumEvidence:
+    """The finder's result as :class:`DrumEvidence` (timeline clock)."""
     f = find(path, plan, start_s)
     curve = f.candidates.strength_curve
     top = float(curve.max()) if len(curve) and curve.max() > 0 else 1.0

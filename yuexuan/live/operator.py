@@ -17,7 +17,7 @@ HELP = "[space/g] GO   [s] soft stop (乐阕)   [h] hold/resume   [p] PANIC   [q
 
 @dataclass(frozen=True)
 class Status:
-    """A snapshot of the show for the operator's screen (:meth:`yuexuan.midi.live.Show.status`)."""
+    """A snapshot of the show for the operator's screen (:meth:`yuexuan.live.show.Show.status`)."""
 
     state: str                   # waiting | playing | stopping | held | stopped | done
     cue: object | None           # the Cue playing (or last played)

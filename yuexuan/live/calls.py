@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from yuexuan.midi.program import message_kind
-from yuexuan.midi.queue_items import Kind
+from yuexuan.live.program import message_kind
+from yuexuan.live.queue_items import Kind
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 from yuexuan.rite.cuesheet_roster import MISS_PLACES
 
@@ -50,7 +50,7 @@ def compiled_calls(timeline, cue_ids) -> frozenset:
 
 
 def without_calls(messages, calls: frozenset) -> list:
-    """``messages`` (:class:`yuexuan.midi.smf.TimedMessage`) less those of the notes ``calls``."""
+    """``messages`` (:class:`yuexuan.formats.midimessages.TimedMessage`) less those of the notes ``calls``."""
     return [m for m in messages if (m.cue, m.track, m.onset_s) not in calls]
 
 
