@@ -19,7 +19,8 @@ import numpy as np
 
 from yuexuan.scoring import shiho
 from yuexuan.scoring.report import render_csv, render_json
-from yuexuan.scoring.shots import MISS_CODES, RANKS, RESULTS, ROLES, TARGETS, read_shots
+from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
+from yuexuan.scoring.shots import MISS_CODES, read_shots
 
 DEFAULT_SHOTS = 100_000
 TARGET_RATIO = 8.0
@@ -28,7 +29,7 @@ TARGET_RATIO = 8.0
 def make_log(path: Path, n: int, beats: np.ndarray, seed: int = 3) -> None:
     """A realistic log: pairs of archers, rounds 1–3, round-3 times jittered about the beats."""
     rng = np.random.default_rng(seed)
-    rank = rng.integers(0, len(RANKS), n)
+    rank = rng.integers(0, len(ARCHER_RANKS), n)
     role = rng.integers(0, 2, n)
     res = rng.integers(0, len(RESULTS), n)
     tgt = np.where(np.isin(res, MISS_CODES), -1, rng.integers(0, 3, n))   # a miss names no 侯
@@ -40,7 +41,7 @@ def make_log(path: Path, n: int, beats: np.ndarray, seed: int = 3) -> None:
         f.write("time,archer,rank,role,target,result,pair,round\n")
         tg = [""] + list(TARGETS)
         f.writelines(
-            f"{t[i]:.3f},射者{pairs[i]}{'上下'[role[i]]},{RANKS[rank[i]]},{ROLES[role[i]]},"
+            f"{t[i]:.3f},射者{pairs[i]}{'上下'[role[i]]},{ARCHER_RANKS[rank[i]]},{ROLES[role[i]]},"
             f"{tg[tgt[i] + 1]},{RESULTS[res[i]]},耦{pairs[i]},{rnd[i]}\n" for i in range(n))
 
 

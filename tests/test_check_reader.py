@@ -10,7 +10,8 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from yuexuan.scoring.shots import MISS_RESULTS, RANKS, RESULTS, ROLES, TARGETS, read_shots
+from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ROLES, TARGETS
+from yuexuan.scoring.shots import read_shots
 
 names = st.text(alphabet=st.sampled_from("甲乙丙丁射者耦abcXYZ012-_.·公宾 "), min_size=1,
                 max_size=12).filter(lambda s: s.strip())
@@ -31,7 +32,7 @@ def logs(draw):
         result = draw(st.sampled_from(RESULTS))
         target = "" if result in MISS_RESULTS else draw(st.sampled_from(TARGETS))
         t = draw(st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False))
-        row = {"time": repr(t), "archer": draw(names), "rank": draw(st.sampled_from(RANKS)),
+        row = {"time": repr(t), "archer": draw(names), "rank": draw(st.sampled_from(ARCHER_RANKS)),
                "role": draw(st.sampled_from(ROLES)), "target": target, "result": result,
                "pair": draw(st.one_of(st.just(""), names)),
                "round": draw(st.sampled_from(["", "1", "2", "3"])), "note": "x"}
@@ -58,7 +59,7 @@ def test_reader_agrees_with_the_csv_module(tmp_path, text):
     for i, r in enumerate(rows):
         assert math.isclose(s.time[i], float(r["time"]), rel_tol=0, abs_tol=0)
         assert s.archers[i] == r["archer"].strip()
-        assert RANKS[s.rank[i]] == r["rank"].strip() and ROLES[s.role[i]] == r["role"].strip()
+        assert ARCHER_RANKS[s.rank[i]] == r["rank"].strip() and ROLES[s.role[i]] == r["role"].strip()
         assert (TARGETS[s.target[i]] if s.target[i] >= 0 else "") == r["target"].strip()
         assert RESULTS[s.result[i]] == r["result"].strip()
         assert (s.pair_names[s.pair[i]] if s.pair[i] >= 0 else "") == r["pair"].strip()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from yuexuan.rite.vocabulary import RESULTS
 from yuexuan.scoring import shiho
 from yuexuan.scoring.shots import read_shots
 
@@ -259,7 +260,7 @@ def test_own_strokes_and_their_live_strokes():
 
 def test_o21_and_huo_called():
     GONG, SHI = 0, 4
-    res = {r: k for k, r in enumerate(shiho.RESULTS)}
+    res = {r: k for k, r in enumerate(RESULTS)}
     rank = np.array([GONG, GONG, GONG, SHI, SHI, SHI, GONG])
     target = np.array([0, 2, -1, 2, 1, 2, 0])
     result = np.array([res["着侯"], res["梱复"], res["留"], res["贯"], res["贯"], res["着侯"], res["贯"]])

@@ -17,7 +17,7 @@ import pytest
 from yuexuan.live import judge as judge_mod
 from yuexuan.scoring import logwrite as logwriter
 from yuexuan.scoring import rules
-from yuexuan.scoring.shots import RESULTS, TARGETS
+from yuexuan.rite.vocabulary import RESULTS, TARGETS
 from yuexuan.cli import main
 from yuexuan.data import DataSource
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from yuexuan.compiler.builder import CALL_DELAY_S, CALL_LEN_S, CALL_STEP_S, Builder, Placed
 from yuexuan.rite import cuesheet, variants as variants_mod
-from yuexuan.rite.cuesheet_roster import MISS_PLACES, miss_place
+from yuexuan.rite.cuesheet_roster import miss_place
 from yuexuan.rite.tuning import parse_pitch, wusheng
+from yuexuan.rite.vocabulary import ZHENG_CALLS
 
 #: the 大射正 speaks once the 公's arrow has come down: 「以矢行告于公」 [001]. INFERENCE: the 物 to
 #: the 大侯 is about 129 m (ceremony/courtyard.toml), some 2.3 s of flight at about 55 m/s (OUTSIDE).
@@ -29,8 +30,8 @@ def zheng_calls(b: Builder, spec, t_arrow: float, where: str):
     """The 大射正's spoken call on a 公's arrow that missed, :data:`ZHENG_DELAY_S` after it was
     loosed at ``t_arrow`` s: ``where`` 留 (low or short), 扬 (high, over), 方 (left or right) —
     「下曰留，上曰扬，左右曰方」 [001]; 注 「若不中，使君当知而改其度」 [000]."""
-    if where not in MISS_PLACES:
-        raise ValueError(f"the 大射正 calls 留, 扬 or 方, not {where!r}")
+    if where not in ZHENG_CALLS:
+        raise ValueError(f"the 大射正 calls one of {ZHENG_CALLS}, not {where!r}")
     caller = b.insts.get("大射正")
     if caller is None or not b.available(caller):
         return

@@ -12,14 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from yuexuan.scoring import shiho
-from yuexuan.scoring.shots import RESULTS, Shots
+from yuexuan.scoring.shots import Shots
 from yuexuan.compiler.calls import huo_calls, zheng_calls
 from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
+from yuexuan.rite.vocabulary import RESULTS, ZHENG_CALLS
 
-#: the 大射正's word for each miss mark of the log: 「下曰留，上曰扬，左右曰方」 [001]
-ZHENG_WORDS = ("留", "扬", "方")
-_ZHENG_CODES = np.array([RESULTS.index(w) for w in ZHENG_WORDS])
+#: the log's result codes the 大射正 calls (:data:`~yuexuan.rite.vocabulary.ZHENG_CALLS`)
+_ZHENG_CODES = np.array([RESULTS.index(w) for w in ZHENG_CALLS])
 
 
 def cue_round(spec) -> int | None:

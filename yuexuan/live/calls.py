@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from yuexuan.live.program import message_kind
 from yuexuan.live.queue_items import Kind
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
-from yuexuan.rite.cuesheet_roster import MISS_PLACES
+from yuexuan.rite.vocabulary import ZHENG_CALLS
 
 HUO = "获"
 HUO_CALLER = "获者"
@@ -34,7 +34,7 @@ class CallEvent:
 
 def _is_call(note) -> bool:
     return ((note.instrument == HUO_CALLER and note.lyric == HUO)
-            or (note.instrument == ZHENG_CALLER and note.lyric in MISS_PLACES))
+            or (note.instrument == ZHENG_CALLER and note.lyric in ZHENG_CALLS))
 
 
 def live_cues(timeline) -> list:
@@ -77,7 +77,7 @@ def call_templates(timeline, messages) -> dict:
         first, second = huo[0], huo[1]        # 举旌以宫, then 偃旌以商 (compiled in pairs)
         out[HUO] = _events(messages, (first, second), first.time)
     zheng = [n for n in calls if n.instrument == ZHENG_CALLER]
-    for word in MISS_PLACES:
+    for word in ZHENG_CALLS:
         said = [n for n in zheng if n.lyric == word] or zheng
         if said:
             out[word] = _events(messages, said[:1], said[0].time)

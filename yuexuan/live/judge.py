@@ -38,11 +38,10 @@ from yuexuan.scoring import shiho
 from yuexuan.scoring.rules import Rules
 from yuexuan.scoring.rowbyrow import ShotColumns, changed, row_at
 from yuexuan.scoring.logread import FIELDS
-from yuexuan.scoring.shots import RANKS, RESULTS
+from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ZHENG_CALLS
 from yuexuan.errors import UserError
 
 DECIMALS = report.DECIMALS         # judged times rounded as the log writes them (microseconds)
-ZHENG_RESULTS = ("留", "扬", "方")  # the 公's misses the 大射正 calls (「下曰留，上曰扬，左右曰方」)
 
 
 class RosterEntry(NamedTuple):
@@ -197,7 +196,7 @@ class Judge:
                              f"arrow {arrow}", "arrow")
         i = in_round[arrow - 1]
         row = dict(text[i], result=result.strip())
-        if row["result"] in ZHENG_RESULTS + ("不中",):
+        if row["result"] in MISS_RESULTS:
             row["target"] = ""
         elif target is not None:
             row["target"] = target.strip()
@@ -219,7 +218,7 @@ class Judge:
         for k in moved + [index]:
             self._rows[k] = row_at(shots, verdict, k)
         revised = tuple((k + 1, self._rows[k]) for k in moved)
-        rank, result = RANKS[shots.rank[index]], RESULTS[shots.result[index]]
+        rank, result = ARCHER_RANKS[shots.rank[index]], RESULTS[shots.result[index]]
         # the 获者 calls by the whole log (a partner's rank decides the 侯), as compile --shots does
         huo = bool(shiho.huo_called(shots.rank, shots.target, shots.result, shots.pair,
                                     self.rules.settings)[index])
@@ -229,7 +228,7 @@ class Judge:
                      "archer has four (乘矢)",) if added and arrows > shiho.MAX_ARROWS else ())
         return JudgedShot(index + 1, self._rows[index], bool(verdict.released[index]),
                           shiho.REASONS[verdict.reason[index]], huo,
-                          result if rank == "公" and result in ZHENG_RESULTS else None,
+                          result if rank == "公" and result in ZHENG_CALLS else None,
                           loose_s, verdict.tallies, revised,
                           self._round_end(verdict, round_) if added else None, warnings)
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from yuexuan.errors import UserError
 from yuexuan.rite import tomlfile
 from yuexuan.rite.tomlfile import Fields
+from yuexuan.rite.vocabulary import TARGETS
 
-TARGETS = ("大侯", "参", "干")           # the shot log's 侯 (yuexuan.scoring.shots.TARGETS)
 HITS_KEYS = {"notes", "channel", "arrow_speed_m_s"}
 # INFERENCE: no measured speed of a Zhou bow's arrow is known. Traditional (non-compound) bows of
 # moderate draw weight launch arrows at roughly 45–65 m/s; 60 m/s as the mean over the 侯道 puts

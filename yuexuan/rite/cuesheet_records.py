@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-RANKS = ("天子", "诸侯", "卿大夫", "士")
-ARCHER_RANKS = ("公", "宾", "卿", "大夫", "士")
 CUE_KINDS = ("music", "calls", "shoot", "shejie")
 SHOOTING_KINDS = ("shoot", "shejie")       # the cues of the three rounds (docs/timeline.md)
 MAX_SECONDS = 6 * 3600.0          # no single setting may exceed six hours

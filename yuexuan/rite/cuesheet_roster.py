@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from yuexuan.rite.cuesheet_records import ARCHER_RANKS, MAX_PAIRS, Archer, Pair
+from yuexuan.rite.cuesheet_records import MAX_PAIRS, Archer, Pair
 from yuexuan.rite.tomlfile import Fields
+from yuexuan.rite.vocabulary import ARCHER_RANKS, ZHENG_CALLS
 
 PAIR_KEYS = {"id", "group", "upper", "lower", "hits"}
 
@@ -14,10 +15,9 @@ def _archer(pf: Fields, key: str) -> Archer:
     return Archer(a.get("name", str), a.get("rank", str, choices=ARCHER_RANKS))
 
 
-#: where a miss went, as the 大射正 tells the 公: 「下曰留，上曰扬，左右曰方」 [001];
-#: 注 「留不至也，扬遇去也，方出旁也」 [000] (遇 read 过). A ``hits`` mark: the character or its letter.
-MISS_PLACES = {"留": "l", "扬": "y", "方": "f"}
-_MARK = {"x": "x", ".": ".", **{c: c for c in MISS_PLACES}, **{a: c for c, a in MISS_PLACES.items()}}
+#: a ``hits`` mark: x (hit), . (miss), or where a miss went (:data:`ZHENG_CALLS`), the character
+#: or its ASCII letter
+_MARK = {"x": "x", ".": ".", **{c: c for c in ZHENG_CALLS}, **dict(zip("lyf", ZHENG_CALLS))}
 
 
 def _hits(pf: Fields) -> tuple:
@@ -40,7 +40,7 @@ def miss_place(pair: Pair, round_: int, k: int) -> str | None:
     if not 1 <= round_ <= len(pair.hits) or not 0 <= k < len(pair.hits[round_ - 1]):
         return None
     mark = pair.hits[round_ - 1][k]
-    return mark if mark in MISS_PLACES else None
+    return mark if mark in ZHENG_CALLS else None
 
 
 def roster(top: Fields) -> tuple:

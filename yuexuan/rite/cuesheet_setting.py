@@ -7,9 +7,10 @@ lines); every problem raises :class:`~yuexuan.errors.UserError` naming the file,
 from __future__ import annotations
 
 from yuexuan.errors import UserError
-from yuexuan.rite.cuesheet_records import MAX_SECONDS, RANKS, Ceremony, Shejie
+from yuexuan.rite.cuesheet_records import MAX_SECONDS, Ceremony, Shejie
 from yuexuan.rite.tomlfile import Fields
 from yuexuan.rite.tuning import parse_pitch
+from yuexuan.rite.vocabulary import CEREMONY_RANKS
 
 CEREMONY_KEYS = {"name", "rank", "huangzhong_hz", "gong", "gap_seconds", "syllable_seconds",
                  "note_seconds", "open_ended_seconds"}
@@ -24,7 +25,7 @@ def seconds(f: Fields, key: str, default=..., lo: float = 0.0):
 def ceremony(cer: Fields) -> Ceremony:
     """The ``[ceremony]`` table."""
     cer.unknown(CEREMONY_KEYS)
-    rank = cer.get("rank", str, choices=RANKS)
+    rank = cer.get("rank", str, choices=CEREMONY_RANKS)
     try:
         gong = parse_pitch(cer.get("gong", str, "黄钟"))
     except UserError as exc:

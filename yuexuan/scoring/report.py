@@ -17,7 +17,8 @@ import unicodedata
 import numpy as np
 
 from yuexuan.scoring import shiho
-from yuexuan.scoring.shots import RANKS, RESULTS, ROLES, TARGETS, Shots
+from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
+from yuexuan.scoring.shots import Shots
 
 FIELDS_OUT = ("time", "archer", "rank", "role", "target", "result", "pair", "round",
               "nearest_beat", "offset", "on_beat", "released", "reason")
@@ -54,7 +55,7 @@ def shot_columns(shots: Shots, v: shiho.Verdict, evidence=None) -> list:
     return [
         _seconds(shots.time),
         shots.archers,
-        _names(shots.rank, RANKS),
+        _names(shots.rank, ARCHER_RANKS),
         _names(shots.role, ROLES),
         _names(shots.target, TARGETS),
         _names(shots.result, RESULTS),
@@ -167,7 +168,7 @@ def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | No
         t = shots.target[i]
         nb = v.nearest_beat[i]
         rows.append((str(i + 1), f"{shots.time[i]:.3f}",
-                     shots.archers[i], RANKS[shots.rank[i]],
+                     shots.archers[i], ARCHER_RANKS[shots.rank[i]],
                      ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
                      RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
                      "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",

@@ -11,15 +11,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from yuexuan.scoring.shots import RANKS, RESULTS, ROLES, TARGETS, Shots, is_miss
+from yuexuan.rite.vocabulary import ARCHER_RANKS
+from yuexuan.scoring.shots import Shots, is_miss
 
-GONG, BIN, QING, DAFU, SHI = range(5)            # indices into RANKS (most senior first)
+GONG, BIN, QING, DAFU, SHI = range(5)            # indices into ARCHER_RANKS (most senior first)
 SHANG, XIA = range(2)                            # indices into ROLES: 上射, 下射
 DAHOU, CAN, GAN = range(3)                       # indices into TARGETS
 GUAN, LI_WEI_GANG, YANG_CHU, KUN_FU, BU_ZHONG, LIU, YANG, FANG, ZHUO_HOU = range(9)  # RESULTS
 MAX_ARROWS = 4                                   # 乘矢: 「皆四节拾将乘矢」 (贾疏), four arrows a round
 
-# 「公射大侯，大夫射参，士射干。」 The 侯 of each rank, in RANKS order.
+# 「公射大侯，大夫射参，士射干。」 The 侯 of each rank, in ARCHER_RANKS order.
 # 宾 → 大侯: INFERENCE from 疏 [004] 「宾客与君主结为耦，同射大侯」 (the 宾 is the 公's partner).
 # 卿 → 参: INFERENCE (郝 [004] 「孤卿大夫所共射」; ceremony.md O23).
 OWN_HOU = np.array([DAHOU, DAHOU, CAN, CAN, GAN], dtype=np.int8)
@@ -78,7 +79,7 @@ def hou_of_pairs(rank: np.ndarray, pair: np.ndarray) -> np.ndarray:
     senior = rank.astype(np.int8).copy()
     grouped = pair >= 0
     if grouped.any():
-        best = np.full(int(pair.max()) + 1, len(RANKS), dtype=np.int8)
+        best = np.full(int(pair.max()) + 1, len(ARCHER_RANKS), dtype=np.int8)
         np.minimum.at(best, pair[grouped], rank[grouped].astype(np.int8))
         senior[grouped] = best[pair[grouped]]
     return OWN_HOU[senior]
@@ -331,5 +332,4 @@ def evaluate_shots(shots: Shots, beats_s, offset_s: float = 0.0,
 
 __all__ = ["Verdict", "evaluate", "evaluate_shots", "Settings", "huo_called", "arrow_numbers",
            "over_four", "MAX_ARROWS", "hou_of_pairs", "nearest_beats",
-           "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU", "RANKS", "ROLES",
-           "TARGETS", "RESULTS"]
+           "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU"]

@@ -19,35 +19,29 @@ import numpy as np
 
 from yuexuan.scoring.logread import FIELDS, OPTIONAL, REQUIRED, Columns, field_error, read_columns
 from yuexuan.errors import UserError
+from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ROLES, TARGETS
 
-RANKS = ("公", "宾", "卿", "大夫", "士")          # most senior first
-ROLES = ("上射", "下射")
-TARGETS = ("大侯", "参", "干")
-# 贯 … 梱复 and 不中 are the original five (indices kept); 留/扬/方 are misses with the 大射正's
-# direction (「下曰留，上曰扬，左右曰方」 [001]); 着侯 stuck in the 侯 outside the 鹄 (O21).
-RESULTS = ("贯", "离维纲", "扬触", "梱复", "不中", "留", "扬", "方", "着侯")
 MISS = RESULTS.index("不中")
-MISS_RESULTS = ("不中", "留", "扬", "方")          # touched no 侯
 MISS_CODES = tuple(RESULTS.index(r) for r in MISS_RESULTS)
 
-__all__ = ["Shots", "read_shots", "shots_from_columns", "RANKS", "ROLES", "TARGETS", "RESULTS",
-           "MISS", "MISS_RESULTS", "MISS_CODES", "is_miss", "FIELDS", "REQUIRED", "OPTIONAL"]
+__all__ = ["Shots", "read_shots", "shots_from_columns", "MISS", "MISS_CODES", "is_miss", "FIELDS",
+           "REQUIRED", "OPTIONAL"]
 
 
 @dataclass(frozen=True)
 class Shots:
     """A validated shot log, one entry per input row, in input order.
 
-    Category columns hold indices into :data:`RANKS`, :data:`ROLES`, :data:`TARGETS` (−1 = no
-    target, a miss) and :data:`RESULTS`; ``pair`` indexes ``pair_names`` (in order of first
-    appearance; −1 = none given). ``archers`` holds each row's name (no rule groups by it).
+    Category columns hold indices into the tuples of :mod:`yuexuan.rite.vocabulary`:
+    ``ARCHER_RANKS``, ``ROLES``, ``TARGETS`` (−1 = no target, a miss) and ``RESULTS``; ``pair``
+    indexes ``pair_names`` (in order of first appearance; −1 = none given). ``archers`` holds each row's name (no rule groups by it).
     ``lines`` gives each row's 1-based line in the file.
     """
 
     path: str
     time: np.ndarray          # float64, seconds, as read (before any clock offset)
     archers: list             # str, the archer's name (blanks trimmed)
-    rank: np.ndarray          # int8 index into RANKS
+    rank: np.ndarray          # int8 index into ARCHER_RANKS
     role: np.ndarray          # int8 index into ROLES
     target: np.ndarray        # int8 index into TARGETS, -1 for none
     result: np.ndarray        # int8 index into RESULTS
@@ -72,7 +66,7 @@ def _vocab(names, extra=None) -> dict:
     return v
 
 
-_RANK_V = _vocab(RANKS)
+_RANK_V = _vocab(ARCHER_RANKS)
 _ROLE_V = _vocab(ROLES)
 _TARGET_V = _vocab(TARGETS, {"": -1})
 _RESULT_V = _vocab(RESULTS)
@@ -151,7 +145,7 @@ def shots_from_columns(c: Columns) -> Shots:
         return codes.astype(np.int8)
 
     time = _times(c, fail)
-    rank = category("rank", _RANK_V, " | ".join(RANKS))
+    rank = category("rank", _RANK_V, " | ".join(ARCHER_RANKS))
     role = category("role", _ROLE_V, " | ".join(ROLES))
     target = category("target", _TARGET_V, " | ".join(TARGETS) + " (empty for a miss)")
     result = category("result", _RESULT_V, " | ".join(RESULTS))
@@ -164,7 +158,7 @@ def shots_from_columns(c: Columns) -> Shots:
         if miss[i]:
             msg = f"result {RESULTS[result[i]]} (a miss) but target {c.values['target'][i].strip()!r}: leave it empty"
         else:
-            msg = f"result {RESULTS[result[i]]} needs the 侯 it touched (大侯 | 参 | 干)"
+            msg = f"result {RESULTS[result[i]]} needs the 侯 it touched ({' | '.join(TARGETS)})"
         fail(i, "target", msg)
     archers = _stripped(c.values["archer"])
     if "" in archers:
