@@ -111,6 +111,39 @@ def test_listener_delivers_every_datagram_and_survives_bad_ones():
     assert all(before <= r.arrival <= time.monotonic() for r in got)
 
 
+def test_listener_takes_a_future_bundle_at_once_and_refuses_address_patterns():
+    """python-osc's dispatcher would sleep until a bundle's future timetag and hand /yuexuan/*
+    to every handler (go, stop and panic at once): neither happens."""
+    from pythonosc.osc_bundle_builder import OscBundleBuilder
+    from pythonosc.osc_message_builder import build_msg
+
+    got, done = [], threading.Event()
+
+    def deliver(record):
+        got.append(record)
+        if isinstance(record, osc.Command):
+            done.set()
+
+    listener = osc.OscListener("127.0.0.1", 0, deliver)
+    listener.start()
+    try:
+        host, port = listener.address
+        bundle = OscBundleBuilder(time.time() + 60.0)       # a minute ahead: not waited for
+        bundle.add_content(build_msg("/yuexuan/loose", ["宾"]))
+        bundle.add_content(build_msg("/yuexuan/shot", ["宾", "宾", "上射", "大侯", "贯"]))
+        raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        raw.sendto(bundle.build().dgram, (host, port))
+        raw.sendto(build_msg("/yuexuan/*", []).dgram, (host, port))
+        raw.sendto(build_msg("/yuexuan/go", []).dgram, (host, port))
+        raw.close()
+        assert done.wait(5)
+    finally:
+        listener.close()
+    assert [type(r).__name__ for r in got] == ["Loose", "Shot", "Bad", "Command"], got
+    assert got[0].arrival == got[1].arrival                  # one datagram, one arrival stamp
+    assert got[2].why.startswith("/yuexuan/*: unknown address (an address pattern")
+
+
 def test_listener_port_in_use_is_a_user_error():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))

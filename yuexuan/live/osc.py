@@ -8,8 +8,11 @@ its own thread, so messages are handled one at a time in arrival order):
   /yuexuan/correct archer arrow result [target]     a scorer corrects a shot (e.g. a sensor's)
   /yuexuan/go | /yuexuan/stop | /yuexuan/hold | /yuexuan/resume | /yuexuan/panic
 
-Each datagram is stamped with its arrival on the monotonic clock before it is parsed.
-:func:`parse` turns an address and its arguments into a :class:`Loose`, :class:`Shot`,
+Each datagram is stamped with its arrival on the monotonic clock before it is parsed, in the
+server's ``verify_request``, which then refuses (as a :class:`Bad`) one that
+:func:`datagram_fault` finds wrong. python-osc's dispatcher routes each message: one parser an
+address (:data:`MESSAGES`, mapped with ``Dispatcher.map``; an unknown address goes to the default
+handler), turning its arguments into a :class:`Loose`, :class:`Shot`, :class:`Correction`,
 :class:`Command` or :class:`Bad` (a wrong address or argument, said in one line): nothing a
 sender does raises. Out (:class:`OscOut`, python-osc's :class:`~pythonosc.udp_client.SimpleUDPClient`):
 /yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, /yuexuan/tally (:data:`OUT_ADDRESSES`).
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 
 from pythonosc import osc_packet
 from pythonosc.dispatcher import Dispatcher
+from pythonosc.osc_bundle import OscBundle
+from pythonosc.osc_message import OscMessage
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.osc_server import BlockingOSCUDPServer
 from pythonosc.udp_client import SimpleUDPClient
@@ -88,41 +93,61 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def parse(address: str, args: tuple, arrival: float):
-    """The message at ``address`` with ``args`` as a record; :class:`Bad` says what is wrong."""
-    def bad(why):
-        return Bad(f"{address}: {why}", arrival)
+def _loose(address: str, args: tuple, arrival: float):
+    """/yuexuan/loose archer [time]."""
+    if not 1 <= len(args) <= 2 or not _is_text(args[0]) or not args[0].strip():
+        return Bad(f"{address}: expected archer (string) [time (timeline seconds)]", arrival)
+    if len(args) == 2 and not _is_number(args[1]):
+        return Bad(f"{address}: time {args[1]!r} is not a finite number of seconds", arrival)
+    return Loose(args[0].strip(), float(args[1]) if len(args) == 2 else None, arrival)
 
-    word = address[len(PREFIX):] if address.startswith(PREFIX) else None
-    if word in COMMANDS:
-        return Command(COMMANDS[word], arrival)
-    if word == "loose":
-        if not 1 <= len(args) <= 2 or not _is_text(args[0]) or not args[0].strip():
-            return bad("expected archer (string) [time (timeline seconds)]")
-        if len(args) == 2 and not _is_number(args[1]):
-            return bad(f"time {args[1]!r} is not a finite number of seconds")
-        return Loose(args[0].strip(), float(args[1]) if len(args) == 2 else None, arrival)
-    if word == "shot":
-        n = len(SHOT_FIELDS)
-        if not n <= len(args) <= n + 2 or not all(map(_is_text, args[:n])):
-            return bad("expected archer rank role target result (strings) [pair (string)] "
-                       "[round (int)]")
-        fields = dict(zip(SHOT_FIELDS, args[:n]))
-        more = args[n:]
-        if more and not _is_text(more[0]):
-            return bad(f"pair {more[0]!r} is not a string")
-        if len(more) == 2 and (not isinstance(more[1], int) or isinstance(more[1], bool)):
-            return bad(f"round {more[1]!r} is not an int")
-        fields.update(zip(SHOT_OPTIONAL, more))
-        return Shot(fields, arrival)
-    if word == "correct":
-        if (not 3 <= len(args) <= 4 or not _is_text(args[0]) or not isinstance(args[1], int)
-                or isinstance(args[1], bool) or not all(map(_is_text, args[2:]))):
-            return bad("expected archer (string) arrow (int) result (string) [target (string)]")
-        return Correction(args[0].strip(), args[1], args[2], args[3] if len(args) == 4 else None,
-                          arrival)
-    return bad("unknown address (expected /yuexuan/loose, /yuexuan/shot, /yuexuan/correct, "
-               "/yuexuan/go, /yuexuan/stop, /yuexuan/hold, /yuexuan/resume or /yuexuan/panic)")
+
+def _shot(address: str, args: tuple, arrival: float):
+    """/yuexuan/shot archer rank role target result [pair] [round]."""
+    n = len(SHOT_FIELDS)
+    if not n <= len(args) <= n + 2 or not all(map(_is_text, args[:n])):
+        return Bad(f"{address}: expected archer rank role target result (strings) "
+                   "[pair (string)] [round (int)]", arrival)
+    more = args[n:]
+    if more and not _is_text(more[0]):
+        return Bad(f"{address}: pair {more[0]!r} is not a string", arrival)
+    if len(more) == 2 and (not isinstance(more[1], int) or isinstance(more[1], bool)):
+        return Bad(f"{address}: round {more[1]!r} is not an int", arrival)
+    return Shot({**dict(zip(SHOT_FIELDS, args[:n])), **dict(zip(SHOT_OPTIONAL, more))}, arrival)
+
+
+def _correct(address: str, args: tuple, arrival: float):
+    """/yuexuan/correct archer arrow result [target]."""
+    if (not 3 <= len(args) <= 4 or not _is_text(args[0]) or not isinstance(args[1], int)
+            or isinstance(args[1], bool) or not all(map(_is_text, args[2:]))):
+        return Bad(f"{address}: expected archer (string) arrow (int) result (string) "
+                   "[target (string)]", arrival)
+    return Correction(args[0].strip(), args[1], args[2], args[3] if len(args) == 4 else None,
+                      arrival)
+
+
+def _command(name: str):
+    """The parser of a control address: its arguments are ignored."""
+    def command(address: str, args: tuple, arrival: float) -> Command:
+        return Command(name, arrival)
+    return command
+
+
+def _unknown(address: str, args: tuple, arrival: float) -> Bad:
+    *most, last = MESSAGES
+    return Bad(f"{address}: unknown address (expected {', '.join(most)} or {last})", arrival)
+
+
+MESSAGES = {PREFIX + "loose": _loose, PREFIX + "shot": _shot, PREFIX + "correct": _correct,
+            **{PREFIX + word: _command(name) for word, name in COMMANDS.items()}}
+"""Each address in → its parser, ``(address, args, arrival) → record``; :class:`OscListener`
+maps each on python-osc's dispatcher, and :func:`_unknown` is its default handler."""
+
+
+def parse(address: str, args: tuple, arrival: float):
+    """The message at ``address`` with ``args`` as a record, as the listener makes it (without a
+    socket: the same parsers); :class:`Bad` says what is wrong."""
+    return MESSAGES.get(address, _unknown)(address, args, arrival)
 
 
 def host_port(text: str, option: str, need_host: bool = False) -> tuple[str, int]:
@@ -139,47 +164,51 @@ def host_port(text: str, option: str, need_host: bool = False) -> tuple[str, int
     return (host or DEFAULT_HOST), number
 
 
-class _Server(BlockingOSCUDPServer):
-    """Stamps each datagram's arrival; reports one that is not OSC instead of dropping it."""
+PATTERN_CHARS = frozenset("*?[]{}")   # OSC address-pattern syntax (OSC 1.0, "Address Patterns")
 
-    def __init__(self, address, dispatcher, on_bad):
+
+def datagram_fault(data: bytes, source: tuple[str, int]) -> str | None:
+    """Why the datagram ``data`` from ``source`` (host, port) is not to be dispatched, or None.
+
+    It must be OSC, parse, and name literal addresses: python-osc's dispatcher would drop a packet
+    that does not parse without a word, and would hand ``/yuexuan/*`` to every handler (go, stop
+    and panic at once). A datagram's further checks (its source, its rate, its type tags) belong
+    here, before any message of it is handled.
+    """
+    if not (OscBundle.dgram_is_bundle(data) or OscMessage.dgram_is_message(data)):
+        return f"not an OSC message ({len(data)} bytes from {source[0]})"
+    try:
+        messages = [timed.message for timed in osc_packet.OscPacket(data).messages]
+    except (osc_packet.ParseError, ValueError) as exc:     # ValueError: a string not UTF-8
+        return f"OSC packet that does not parse ({exc})"
+    for m in messages:
+        if PATTERN_CHARS.intersection(m.address):
+            return (f"{m.address}: unknown address (an address pattern; the show's addresses are "
+                    "literal, and no message of its datagram is used)")
+    return None
+
+
+class _Server(BlockingOSCUDPServer):
+    """python-osc's server, whose ``verify_request`` stamps each datagram's arrival and reports
+    one that :func:`datagram_fault` refuses; every message of a datagram it lets through has that
+    arrival (one thread: datagrams are handled one at a time)."""
+
+    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher, on_bad):
         self.on_bad = on_bad
-        self.arrival = 0.0
+        self.arrival = 0.0              # monotonic s of the datagram being handled
         super().__init__(address, dispatcher)
 
     def verify_request(self, request, client_address) -> bool:
-        self.arrival = time.monotonic()
-        if super().verify_request(request, client_address):
-            return True
-        self.on_bad(Bad(f"not an OSC message ({len(request[0])} bytes from "
-                        f"{client_address[0]})", self.arrival))
-        return False
+        self.arrival = time.monotonic()     # first, before anything is parsed
+        why = datagram_fault(request[0], client_address)
+        if why is not None:
+            self.on_bad(Bad(why, self.arrival))
+        return why is None
 
     def handle_error(self, request, client_address) -> None:
         """socketserver prints a traceback here; a datagram that breaks is reported instead."""
         self.on_bad(Bad(f"a datagram from {client_address[0]} could not be handled "
                         f"({sys.exc_info()[1]!r})", self.arrival))
-
-
-class _Dispatcher(Dispatcher):
-    """Every message to one handler, with the datagram's arrival; a packet that does not parse
-    is reported (python-osc's own dispatcher drops it silently)."""
-
-    def __init__(self, deliver):
-        super().__init__()
-        self.deliver = deliver
-        self.server: _Server | None = None
-
-    def call_handlers_for_packet(self, data, client_address):
-        arrival = self.server.arrival
-        try:
-            packet = osc_packet.OscPacket(data)
-        except (osc_packet.ParseError, ValueError) as exc:     # ValueError: a string not UTF-8
-            self.deliver(Bad(f"OSC packet that does not parse ({exc})", arrival))
-            return []
-        for timed in packet.messages:
-            self.deliver(parse(timed.message.address, tuple(timed.message.params), arrival))
-        return []
 
 
 class OscListener:
@@ -190,17 +219,29 @@ class OscListener:
     """
 
     def __init__(self, host: str, port: int, deliver, rt_priority: int | None = None):
-        dispatcher = _Dispatcher(self._safe(deliver))
+        self._deliver = self._safe(deliver)
+        # strict_timing=False: a bundle's future timetag is not slept on (that would stall the
+        # one thread); its messages are handled on arrival, as a single message is
+        dispatcher = Dispatcher(strict_timing=False)
+        for address, parser in MESSAGES.items():
+            dispatcher.map(address, self._handler(parser))
+        dispatcher.set_default_handler(self._handler(_unknown))
         try:
-            self.server = _Server((host, port), dispatcher, dispatcher.deliver)
+            self.server = _Server((host, port), dispatcher, self._deliver)
         except OSError as exc:
             raise UserError(f"cannot listen for OSC on {host}:{port}: {exc.strerror}",
                             key="--osc") from None
-        dispatcher.server = self.server
         self.address = self.server.server_address[:2]
         self._rt_priority = rt_priority
         self.realtime = False
         self._thread = threading.Thread(target=self._serve, daemon=True, name="yuexuan-osc")
+
+    def _handler(self, parser):
+        """python-osc's handler for one address: the record, with its datagram's arrival, to
+        ``deliver`` (returns None: nothing is sent back)."""
+        def handle(address: str, *args) -> None:
+            self._deliver(parser(address, args, self.server.arrival))
+        return handle
 
     def _serve(self) -> None:
         if self._rt_priority is not None and hasattr(os, "sched_setscheduler"):
