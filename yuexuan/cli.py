@@ -13,6 +13,8 @@ import argparse
 import importlib
 import signal
 import sys
+from types import FrameType
+from typing import Any
 
 from yuexuan import data
 from yuexuan.commands import COMMANDS
@@ -22,7 +24,7 @@ DATA_HELP = (f"a folder laid out like the data (instruments/, pieces/, ceremony/
              f"or add to the packaged ones, file by file (default: ${data.ENV_VAR})")
 
 
-def _chosen(argv: list) -> str | None:
+def _chosen(argv: list[str]) -> str | None:
     """The command named in ``argv`` (the first word not an option or --data's value)."""
     skip = False
     for a in argv:
@@ -35,7 +37,7 @@ def _chosen(argv: list) -> str | None:
     return None
 
 
-def build_parser(argv: list | None = None) -> tuple[argparse.ArgumentParser, dict]:
+def build_parser(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
     """The parser; only the chosen command (first word of ``argv``) gets its full arguments."""
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
@@ -61,7 +63,7 @@ class Terminated(BaseException):
     """SIGTERM, raised in the main thread so that partial outputs are removed on the way out."""
 
 
-def _on_sigterm(signum, frame):
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 

@@ -39,6 +39,6 @@ class UserError(Exception):
         return f"{where}{key}{self.message}"
 
 
-def unknown_cue(cue_id: str, known: list, key: str = "--cues", file: str | None = None) -> UserError:
+def unknown_cue(cue_id: str, known: list[str], key: str = "--cues", file: str | None = None) -> UserError:
     """The one error for a cue id that the cue sheet or timeline does not have."""
     return UserError(f"unknown cue {cue_id!r}; the cues are: {', '.join(known)}", file=file, key=key)

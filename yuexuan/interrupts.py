@@ -13,11 +13,17 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
+
+# what signal.getsignal answers: a handler, SIG_DFL / SIG_IGN, or None (set outside Python)
+Handler = Callable[[int, FrameType | None], Any] | int | None
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _deliver(signum: int, previous) -> None:
+def _deliver(signum: int, previous: Handler) -> None:
     """Act on ``signum`` as ``previous`` (the handler before ours) would have."""
     if callable(previous):
         previous(signum, None)
@@ -27,7 +33,7 @@ def _deliver(signum: int, previous) -> None:
 
 
 @contextlib.contextmanager
-def deferred_signals():
+def deferred_signals() -> Iterator[Callable[[], None]]:
     """Yield ``checkpoint()``: it raises what a SIGINT/SIGTERM received so far would have raised.
 
     Outside the main thread (where handlers cannot be set) nothing is deferred and the checkpoint
@@ -37,8 +43,8 @@ def deferred_signals():
     if threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return
-    pending: list = []
-    previous = {}
+    pending: list[int] = []
+    previous: dict[int, Handler] = {}
     for s in SIGNALS:
         old = signal.getsignal(s)
         if old == signal.SIG_IGN or old is None:
