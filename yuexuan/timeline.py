@@ -1,6 +1,8 @@
 """The Timeline: the single source of truth for timing, read by every output.
 
-All times are seconds from the start of the compiled selection. The JSON form
+All times are seconds from the start of the timeline: the whole compiled ceremony, or a
+``--cues`` selection cut from it (:func:`select`), whose :class:`Selection` says where it sits in
+the ceremony (:meth:`Timeline.ceremony_s`). The JSON form
 (:func:`to_dict` / :func:`from_dict`) is a documented, stable contract: the JSON Schema
 ``yuexuan/timeline.schema.json``, described in ``docs/timeline.md``.
 """
@@ -25,6 +27,9 @@ class Ceremony:
     suspension: str           # 宫县 | 轩县 | 判县 | 特县
     huangzhong_hz: float      # frequency of 黄钟 (合), Hz
     variants: dict = field(default_factory=dict)   # variant key -> chosen commentator
+    # the cue sheet's [ceremony] gap_seconds: the silence between consecutive cues, s (the space
+    # ``--compact`` closes a selection's spaces to); 5.0 is the cue sheet's default
+    gap_s: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -92,18 +97,46 @@ class Beat:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """Where a ``--cues`` selection sits in the whole compiled ceremony (docs/timeline.md)."""
+
+    origin_s: float           # the ceremony's second at this timeline's time 0, s
+    compact: bool = False     # --compact: the spaces between the chosen cues closed to the gap
+    # per cue of the timeline, in order: ceremony seconds closed up before it by --compact, s
+    # (all 0 without it); a time t of cue k is ceremony second t + origin_s + closed_s[k]
+    closed_s: tuple = ()
+
+
+@dataclass(frozen=True)
 class Timeline:
     ceremony: Ceremony
     cues: tuple
     notes: tuple              # sorted by (time, instrument)
     beats: tuple              # sorted by time
     instruments: dict = field(default_factory=dict)   # name -> plain dict of instrument facts
+    # 侯 name -> {"distance_m", "arrow_speed_m_s", "flight_s"}: an arrow's flight to it (the
+    # compiler's, docs/timeline.md); {} in a timeline compiled without the courtyard
+    targets: dict = field(default_factory=dict)
+    selection: Selection | None = None    # None: its seconds are the ceremony's (no --cues)
 
     @property
     def duration(self) -> float:
         """Seconds until the last note has finished or the last cue has ended."""
         ends = [c.end for c in self.cues] + [n.time + n.duration for n in self.notes]
         return max(ends, default=0.0)
+
+    def ceremony_s(self, t: float) -> float:
+        """Timeline second ``t`` as a second of the whole compiled ceremony: the same without a
+        selection; else moved by the selection's origin and by what ``--compact`` closed before
+        the latest cue started at or before ``t`` (the first cue's for an earlier ``t``)."""
+        sel = self.selection
+        if sel is None:
+            return float(t)
+        closed = 0.0
+        for k, c in enumerate(self.cues):
+            if k == 0 or c.start <= t:
+                closed = sel.closed_s[k] if sel.closed_s else 0.0
+        return float(t) + sel.origin_s + closed
 
     def cue(self, cue_id: str) -> Cue:
         for c in self.cues:
@@ -154,27 +187,69 @@ def chosen_cues(tl: Timeline, cue_ids, key: str = "--cues", file: str | None = N
     return [c for c in tl.cues if c.id in wanted]
 
 
-def select(tl: Timeline, cue_ids, file: str | None = None) -> Timeline:
-    """The rule of ``--cues`` for a saved timeline: only the cues of ``cue_ids`` (in timeline
-    order) with their notes and 射节 beats, all moved so that time 0 is the first chosen cue's
-    start (or the earliest note, beat or phrase of theirs, should a hand-edited file put one
-    before it); the spaces between the chosen cues stay as they were. No ``cue_ids``: ``tl``
-    itself. An unknown id: :func:`yuexuan.errors.unknown_cue` naming ``file``."""
-    if not cue_ids:
+def select(tl: Timeline, cue_ids, file: str | None = None, compact: bool = False) -> Timeline:
+    """The rule of ``--cues``, for a cue sheet (its whole ceremony compiled first) and a saved
+    timeline alike: only the cues of ``cue_ids`` (in timeline order) with their notes and 射节
+    beats, moved so that time 0 is the first chosen cue's start (or the earliest note, beat or
+    phrase of theirs, should a hand-edited file put one before it). The spaces between the chosen
+    cues stay the ceremony's; ``compact`` closes each to the ceremony's gap
+    (:attr:`Ceremony.gap_s`), so a cue starts ``gap_s`` after the end of the one before it. The
+    cut records where it sits in the ceremony (:class:`Selection`, :meth:`Timeline.ceremony_s`).
+    No ``cue_ids``: all the cues (``tl`` itself unless it is a selection to compact: a whole
+    ceremony's cues are already ``gap_s`` apart). An unknown id:
+    :func:`yuexuan.errors.unknown_cue` naming ``file``."""
+    if not cue_ids and (not compact or tl.selection is None):
         return tl
-    cues = chosen_cues(tl, cue_ids, file=file)
+    cues = chosen_cues(tl, cue_ids, file=file) if cue_ids else list(tl.cues)
+    index = {c.id: k for k, c in enumerate(tl.cues)}
     ids = {c.id for c in cues}
     notes = [n for n in tl.notes if n.cue in ids]
     beats = [b for b in tl.beats if b.cue in ids]
     t0 = min([c.start for c in cues] + [t for c in cues for t in c.phrases]
              + [n.time for n in notes] + [b.time for b in beats])
+    shift, end = {}, None           # cue id -> seconds its times move back
+    for c in cues:
+        start = c.start - t0 if end is None or not compact else end + tl.ceremony.gap_s
+        shift[c.id] = c.start - start
+        end = c.end - shift[c.id]
+    # each chosen cue's start in the ceremony, the new origin, and what compact closed before it
+    starts = [_ceremony_start(tl, index[c.id]) for c in cues]
+    origin = starts[0] - (cues[0].start - shift[cues[0].id])
+    closed = tuple(s - origin - (c.start - shift[c.id]) for s, c in zip(starts, cues))
     return Timeline(
         tl.ceremony,
-        tuple(replace(c, start=c.start - t0, end=c.end - t0, phrases=tuple(t - t0 for t in c.phrases))
-              for c in cues),
-        tuple(replace(n, time=n.time - t0) for n in notes),
-        tuple(replace(b, time=b.time - t0) for b in beats),
-        tl.instruments)
+        tuple(replace(c, start=c.start - shift[c.id], end=c.end - shift[c.id],
+                      phrases=tuple(t - shift[c.id] for t in c.phrases)) for c in cues),
+        tuple(sorted((replace(n, time=n.time - shift[n.cue]) for n in notes), key=lambda n: n.time)),
+        tuple(sorted((replace(b, time=b.time - shift[b.cue]) for b in beats), key=lambda b: b.time)),
+        tl.instruments, tl.targets,
+        Selection(origin, bool(compact) or bool(tl.selection and tl.selection.compact), closed))
+
+
+def _ceremony_start(tl: Timeline, k: int) -> float:
+    """The ceremony second of cue ``k``'s start."""
+    sel = tl.selection
+    if sel is None:
+        return tl.cues[k].start
+    return tl.cues[k].start + sel.origin_s + (sel.closed_s[k] if sel.closed_s else 0.0)
+
+
+def at_ceremony_times(tl: Timeline) -> Timeline:
+    """``tl`` with every time a second of the whole ceremony (:meth:`Timeline.ceremony_s`, cue by
+    cue): the times a shot log holds (live judging, ``check``). ``tl`` itself when it is not a
+    selection."""
+    sel = tl.selection
+    if sel is None:
+        return tl
+    shift = {c.id: _ceremony_start(tl, k) - c.start for k, c in enumerate(tl.cues)}
+    return Timeline(
+        tl.ceremony,
+        tuple(replace(c, start=c.start + shift[c.id], end=c.end + shift[c.id],
+                      phrases=tuple(t + shift[c.id] for t in c.phrases)) for c in tl.cues),
+        tuple(sorted((replace(n, time=n.time + shift[n.cue]) for n in tl.notes), key=lambda n: n.time)),
+        tuple(sorted((replace(b, time=b.time + shift[b.cue]) for b in tl.beats), key=lambda b: b.time)),
+        tl.instruments, tl.targets, None)
+
 
 def _r(x: float) -> float:
     return round(float(x), 6)
@@ -201,8 +276,12 @@ def to_dict(tl: Timeline) -> dict:
         d = asdict(b)
         d["time"] = _r(b.time)
         beats.append(d)
+    sel = tl.selection
+    selection = None if sel is None else {"origin_s": _r(sel.origin_s), "compact": sel.compact,
+                                          "closed_s": [_r(x) for x in sel.closed_s]}
     return {"schema": SCHEMA_VERSION, "ceremony": cer, "cues": cues, "notes": notes,
-            "beats": beats, "instruments": tl.instruments}
+            "beats": beats, "instruments": tl.instruments, "targets": tl.targets,
+            "selection": selection}
 
 
 def _record(cls, d: dict):
@@ -217,7 +296,8 @@ def from_dict(d: dict) -> Timeline:
     validate(d)
     return Timeline(_record(Ceremony, d["ceremony"]), tuple(_record(Cue, c) for c in d["cues"]),
                     tuple(_record(Note, n) for n in d["notes"]), tuple(_record(Beat, b) for b in d["beats"]),
-                    dict(d.get("instruments", {})))
+                    dict(d.get("instruments", {})), dict(d.get("targets", {})),
+                    None if d.get("selection") is None else _record(Selection, d["selection"]))
 
 
 def save_json(tl: Timeline, path) -> None:

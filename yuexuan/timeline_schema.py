@@ -14,7 +14,7 @@ import json
 import math
 from importlib import resources
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_FILE = "timeline.schema.json"      # in the package folder
 RECOMPILE = "recompile the cue sheet with `yuexuan compile CUES -o OUT.mid --timeline OUT.json`"
 
@@ -82,7 +82,8 @@ def _schema_number(d: dict) -> None:
 
 
 def _cross_checks(d: dict) -> None:
-    """What the schema cannot say: cue ids are unique, and every note and beat names one of them."""
+    """What the schema cannot say: cue ids are unique, every note and beat names one of them, and a
+    selection closes one space per cue."""
     ids = set()
     for i, c in enumerate(d["cues"]):
         if c["id"] in ids:
@@ -92,6 +93,10 @@ def _cross_checks(d: dict) -> None:
         for i, x in enumerate(d[key]):
             if x["cue"] not in ids:
                 raise ValueError(f"{key}[{i}].cue: {x['cue']!r:.40} is not the id of a cue of this timeline")
+    sel = d.get("selection")
+    if sel is not None and len(sel["closed_s"]) != len(d["cues"]):
+        raise ValueError(f"selection.closed_s: expected one number per cue ({len(d['cues'])}), "
+                         f"got {len(sel['closed_s'])}")
 
 
 # -- messages ------------------------------------------------------------------------------------

@@ -31,16 +31,22 @@ def add_cues_argument(parser) -> None:
     parser.add_argument("cues_file", metavar="CUES", help="cue sheet (TOML), e.g. cues/dashe.toml")
 
 
-def add_selection_argument(parser) -> None:
+def add_selection_argument(parser, help_text: str = "only these cue ids") -> None:
+    """``--cues`` and ``--compact``: the one rule of a selection (:func:`read_timeline`)."""
     parser.add_argument("--cues", metavar="ID,ID", default=None,
-                        help="only these cue ids; time 0 is then the first selected cue's start")
+                        help=f"{help_text}, cut from the whole ceremony: time 0 is the first "
+                             "selected cue's start, the spaces between them the ceremony's")
+    parser.add_argument("--compact", action="store_true",
+                        help="with --cues: close the spaces between the selected cues to the cue "
+                             "sheet's gap_seconds")
 
 
 def add_shots_argument(parser) -> None:
     parser.add_argument("--shots", metavar="LOG", default=None,
                         help="shot log (the 'yuexuan check' format, docs/check.md), times in seconds "
-                             "of the compiled selection: the calls of the rounds it covers follow its "
-                             "arrows instead of the cue sheet's hits strings")
+                             "of the whole ceremony, as check reads them (with --cues too): the "
+                             "calls of the rounds it covers follow its arrows instead of the cue "
+                             "sheet's hits strings")
 
 
 def selection(args) -> list | None:
@@ -55,25 +61,26 @@ def selection(args) -> list | None:
 
 def read_timeline(path: str, command: str, cue_ids: list | None = None,
                   source: DataSource = DataSource(), shots: str | None = None,
-                  warn: bool = True):
-    """The Timeline of ``path``, only the cues ``cue_ids`` when given: a cue sheet compiled now
-    from the data of ``source`` (those cues alone, one after another with the sheet's gap), its
-    compiler warnings printed on stderr; or a saved timeline (``.json``) read back and cut to those
-    cues by :func:`yuexuan.timeline.select`. Either way time 0 is the first selected cue's start.
-    The one loader of every command. ``shots``: a shot log whose arrows make the calls
-    (``--shots``; a cue sheet only). ``warn``: False for a second compile of the same sheet,
-    whose warnings were already printed."""
+                  compact: bool = False):
+    """The Timeline of ``path``, only the cues ``cue_ids`` when given: a cue sheet's whole
+    ceremony compiled now from the data of ``source``, its compiler warnings printed on stderr;
+    or a saved timeline (``.json``) read back. Either way the cues are then cut by
+    :func:`yuexuan.timeline.select` (the one rule of ``--cues``): time 0 is the first selected
+    cue's start, the spaces between them the ceremony's unless ``compact`` (``--compact``) closes
+    them to the sheet's gap, and the cut records its place in the ceremony (``selection``). The
+    one loader of every command. ``shots``: a shot log, in the whole ceremony's seconds, whose
+    arrows make the calls (``--shots``; a cue sheet only)."""
     if str(path).lower().endswith(".json"):
         if shots is not None:
             raise UserError("--shots needs a cue sheet to compile, not a saved timeline", file=str(path))
-        return select(_saved(path), cue_ids, file=str(path))
+        return select(_saved(path), cue_ids, file=str(path), compact=compact)
     log = None
     if shots is not None:
         from yuexuan.scoring.shots import read_shots
 
         log = read_shots(shots)
-    tl, warnings = compile_path(path, cue_ids, source, log)
-    for w in warnings if warn else ():
+    tl, warnings = compile_path(path, cue_ids, source, log, compact)
+    for w in warnings:
         print(f"yuexuan {command}: warning: {w}", file=sys.stderr)
     return tl
 
@@ -93,6 +100,7 @@ def _saved(path: str):
 
 
 def load_timeline(args, command: str, source: DataSource):
-    """The Timeline of ``args.cues_file`` (with ``--cues`` and ``--shots``), through
+    """The Timeline of ``args.cues_file`` (with ``--cues``, ``--compact`` and ``--shots``), through
     :func:`read_timeline`."""
-    return read_timeline(args.cues_file, command, selection(args), source, getattr(args, "shots", None))
+    return read_timeline(args.cues_file, command, selection(args), source, getattr(args, "shots", None),
+                         bool(getattr(args, "compact", False)))
