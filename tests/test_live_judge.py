@@ -31,6 +31,7 @@ from yuexuan.live.judged_show import JudgedShow
 from yuexuan.live.program import build_program
 from yuexuan.live.queue_items import Kind
 from yuexuan.formats.midimessages import assign_tracks, timeline_messages
+from yuexuan.timeline import at_ceremony_times
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"
@@ -151,17 +152,22 @@ def test_listener_port_in_use_is_a_user_error():
             osc.OscListener("127.0.0.1", s.getsockname()[1], print)
 
 
-# -- the ceremony's clock, the calls ---------------------------------------------------------------
-def test_ceremony_clock_puts_the_selection_on_the_whole_ceremony(lishou, ceremony):
-    clock = judging.ceremony_clock(lishou, ceremony)
+# -- the ceremony's seconds, the calls --------------------------------------------------------------
+@pytest.mark.parametrize("compact", [False, True])
+def test_the_hub_puts_the_selection_on_the_whole_ceremony(lishou, ceremony, compact):
+    """The show plays a --cues selection from 0; the hub takes the whole ceremony's seconds (the
+    judge's, the log's) from the one timeline played, which records its place in the ceremony."""
     whole = [b.time for b in ceremony.beats if b.cue == "lishou"]
-    assert [clock.ceremony_s(b.time) for b in lishou.beats] == pytest.approx(whole, abs=1e-9)
-    assert clock.selection_s(clock.ceremony_s(42.0)) == pytest.approx(42.0)
-    two = compile_file(DASHE, ["sixia_bin", "lishou"])      # compiled one after the other
-    clock2 = judging.ceremony_clock(two, ceremony)
-    start = next(c.start for c in two.cues if c.id == "lishou")
-    assert clock2.ceremony_s(start + 1.0) == pytest.approx(whole[0])
-    assert clock2.ceremony_s(1.0) == pytest.approx(1.0)
+    first = whole[0] - ceremony.cue("lishou").start          # the first stroke, s into 貍首
+    hub = judging.Hub(None, FakeShow([], t=lishou.beats[0].time), lishou, {})
+    assert hub.timeline_at(T) == pytest.approx(whole[0], abs=1e-9)
+    two = compile_file(DASHE, ["sixia_bin", "lishou"], compact=compact)
+    start = two.cue("lishou").start
+    assert (start == pytest.approx(two.cue("sixia_bin").end + ceremony.ceremony.gap_s) if compact
+            else start == pytest.approx(ceremony.cue("lishou").start))
+    for t, want in ((start + first, whole[0]), (1.0, ceremony.cue("sixia_bin").start + 1.0)):
+        hub = judging.Hub(None, FakeShow([], t=t), two, {})
+        assert hub.timeline_at(T) == pytest.approx(want, abs=1e-9)
 
 
 def test_live_call_is_the_first_compiled_call_and_compiled_calls_are_left_out(lishou):
@@ -301,13 +307,17 @@ class SpyLog(ShotLogWriter):
 
 
 def _hub(tmp_path, ceremony, lishou, order, show=None):
-    rules = rules_for(ceremony, DataSource())
+    """A hub on the one timeline played (貍首 alone), judging at the ceremony's seconds as play
+    does (``at_ceremony_times``): its 射节 strokes and roster are the whole ceremony's."""
+    at_ceremony = at_ceremony_times(lishou)
+    assert at_ceremony.beats == tuple(b for b in ceremony.beats if b.cue == "lishou")
+    rules = rules_for(at_ceremony, DataSource())
     calls = live_calls.call_templates(lishou, timeline_messages(lishou))
     log = SpyLog(tmp_path / "shots.csv", order)
     out = FakeOut(order)
     show = show or FakeShow(order)
-    return judging.Hub(Judge(rules, round_rosters(ceremony)), show,
-                       judging.ceremony_clock(lishou, ceremony), calls, log, out), show, out
+    return judging.Hub(Judge(rules, round_rosters(at_ceremony)), show, lishou, calls, log,
+                       out), show, out
 
 
 def test_round_two_is_announced_after_its_last_cue_not_after_the_sanou(tmp_path, ceremony):
@@ -321,7 +331,7 @@ def test_round_two_is_announced_after_its_last_cue_not_after_the_sanou(tmp_path,
     order = []
     hub = judging.Hub(Judge(rules_for(ceremony, DataSource()), round_rosters(ceremony)),
                       FakeShow(order, t=(sanou.start + sanou.end) / 2),
-                      judging.ceremony_clock(ceremony, ceremony), {}, None, FakeOut(order),
+                      ceremony, {}, None, FakeOut(order),
                       closers=judging.round_closing_cues(ceremony))
     hub.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
                           "result": "贯", "pair": "上耦", "round": 2}, T))
@@ -334,7 +344,7 @@ def test_round_two_is_announced_after_its_last_cue_not_after_the_sanou(tmp_path,
     assert [tuple(e) for e in hub.round_ends] == [(2, 1, 1, "左右钧")]
     # a saved timeline of no rounds: every shooting cue closes what was judged in it (as before)
     old = judging.Hub(Judge(rules_for(ceremony, DataSource()), None), FakeShow([], t=sanou.start + 1),
-                      judging.ceremony_clock(ceremony, ceremony), {}, None, None)
+                      ceremony, {}, None, None)
     old.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
                           "result": "贯", "pair": "上耦", "round": 2}, T))
     old.cue_ended(sanou)

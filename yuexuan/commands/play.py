@@ -22,7 +22,7 @@ from yuexuan.live import ports
 from yuexuan.live import timecode
 from yuexuan.live.judged_show import JudgedShow
 from yuexuan.live.program import build_program
-from yuexuan.commands.common import data_source, load_timeline, read_timeline
+from yuexuan.commands.common import add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
 
 
@@ -50,7 +50,7 @@ def add_arguments(p) -> None:
     p.add_argument("--api", choices=sorted(ports.APIS), default="alsa",
                    help="MIDI backend (default alsa)")
     p.add_argument("--list-ports", action="store_true", help="list MIDI ports and exit")
-    p.add_argument("--cues", metavar="ID,ID", help="play only these cues (comma-separated ids)")
+    add_selection_argument(p, "play only these cues")
     p.add_argument("--from", dest="from_s", metavar="TIME",
                    help="start part-way (a rehearsal): timeline seconds of the selection, or a "
                         "cue id with an offset in seconds from its start (lishou, lishou+30)")
@@ -96,7 +96,7 @@ def program_for(args, judged: bool = False):
     timeline, and the live calls (:func:`live_calls.call_templates`; {} unless ``judged``). When
     shots are judged live the compiled 获 and 大射正 calls of the shooting cues are left out."""
     from yuexuan.formats.midimessages import timeline_messages
-    tl = load_timeline(args, "play", data_source(args))     # with --cues: only those, from time 0
+    tl = load_timeline(args, "play", data_source(args))     # with --cues: cut, from time 0
     try:
         messages = timeline_messages(tl, pitch_bend=args.pitch_bend)
     except ValueError as exc:       # a saved timeline's notes that no MIDI can carry (hz ≤ 0 …)
@@ -111,21 +111,19 @@ def program_for(args, judged: bool = False):
     return build_program(tl, messages, None, args.from_s, args.until_s), tl, calls
 
 
-def _live_judge(args, selection):
-    """For live judging: the Judge on the whole ceremony's timeline with ``check``'s rules, and
-    the clock from the selection's seconds to the ceremony's."""
+def _live_judge(args, timeline):
+    """For live judging: the Judge of the one timeline played, at the whole ceremony's seconds
+    (a shot log's, :func:`yuexuan.timeline.at_ceremony_times`), with ``check``'s rules."""
     from yuexuan.live.judge import Judge, round_rosters
-    from yuexuan.live import judging
+    from yuexuan.timeline import at_ceremony_times
 
-    source = data_source(args)
-    ceremony = (read_timeline(args.cues_file, "play", None, source, warn=False) if args.cues
-                else selection)
-    rules = rules_mod.rules_from_args(args, ceremony, source)
+    ceremony = at_ceremony_times(timeline)
+    rules = rules_mod.rules_from_args(args, ceremony, data_source(args))
     judge = Judge(rules, round_rosters(ceremony))
     # numpy's first calls in the judge take ~20 ms: spent here on a throwaway, not on the first hit
     Judge(rules, None).shot({"archer": "-", "rank": "士", "role": "上射", "target": "干",
                              "result": "贯"}, 0.0)
-    return judge, judging.ceremony_clock(selection, ceremony)
+    return judge
 
 
 def _shots_log(args):
@@ -242,7 +240,7 @@ def run(args) -> int:
     notify = (osc.OscOut(*osc.host_port(args.osc_out, "--osc-out", need_host=True))
               if args.osc_out else None)
     program, timeline, calls = program_for(args, judged)
-    judge, clock = _live_judge(args, timeline) if judged else (None, None)
+    judge = _live_judge(args, timeline) if judged else None
     options = show_mod.ShowOptions(auto=args.auto, from_s=program.from_s, until_s=program.until_s,
                                clock=args.clock, clock_beat_s=clock_beat_s,
                                mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
@@ -281,14 +279,14 @@ def run(args) -> int:
                                   lambda data: show.midi_in(data, go_trigger, stop_trigger))
         if judged:
             from yuexuan.live.judging import Hub, round_closing_cues
-            hub = Hub(judge, show, clock, calls, log, notify, commands.put,
+            hub = Hub(judge, show, timeline, calls, log, notify, commands.put,
                       round_closing_cues(timeline))
         if listener is not None:
             listener.start()
         if args.hits_midi:
             from yuexuan.live import hits
             _, hits_port = hits.open_sensor(args.api, args.hits_midi, hub, sensor_map,
-                                            data_source(args),
+                                            timeline,
                                             None if args.no_realtime else RT_PRIORITY - 1)
         term = _Terminal(commands)
         show.start()

@@ -14,13 +14,14 @@ from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_
 from yuexuan.compiler.calls import calls_cue
 from yuexuan.compiler.logged import LoggedCalls, cue_round
 from yuexuan.compiler.music import music_cue
-from yuexuan.compiler.shooting import shejie_cue, shoot_cue
+from yuexuan.compiler.shooting import shejie_cue, shoot_cue, target_flights
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError, unknown_cue
 from yuexuan.rite import cuesheet, instruments as instruments_mod, pieces as pieces_mod
-from yuexuan.rite import suspension as suspension_mod, variants as variants_mod
+from yuexuan.rite import courtyard, suspension as suspension_mod, variants as variants_mod
+from yuexuan.rite.cuesheet_hits import DEFAULT_ARROW_SPEED_M_S
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
-from yuexuan.timeline import Ceremony, Cue, Timeline
+from yuexuan.timeline import Ceremony, Cue, Timeline, select as cut
 
 __all__ = ["compile_sheet", "compile_path", "compile_file"]
 
@@ -54,25 +55,28 @@ class PiecesLookedUp(Mapping):
 
 
 def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: dict, vdefs: dict,
-                  select: list | None = None, shots=None) -> tuple:
+                  select: list | None = None, shots=None, compact: bool = False,
+                  yard=None) -> tuple:
     """Compile a parsed cue sheet. Returns (Timeline, warnings).
 
-    ``select``: cue ids to compile, in sheet order; time 0 is then the first selected cue's start
-    and the selected cues follow one another with the sheet's gap. ``shots``: a shot log
-    (:class:`yuexuan.scoring.shots.Shots`, times in seconds of this selection) whose arrows make the
-    calls of the rounds it covers (compiler/logged.py).
+    The whole ceremony is compiled, its cues one after another with the sheet's gap. ``select``:
+    cue ids to keep, cut from it by :func:`yuexuan.timeline.select` (the one rule of ``--cues``,
+    for saved timelines too): time 0 is the first selected cue's start, the spaces between them
+    the ceremony's unless ``compact`` closes them to the gap. ``shots``: a shot log
+    (:class:`yuexuan.scoring.shots.Shots`, times in seconds of the whole ceremony) whose arrows
+    make the calls of the rounds it covers (compiler/logged.py). ``yard``: the courtyard
+    (:func:`yuexuan.rite.courtyard.load`) whose 侯道 give each 侯's arrow flight (the timeline's
+    ``targets``); None: no ``targets``. The warnings are the whole ceremony's.
     """
     # the variants' generic effects (yuexuan/rite/variants.py): roster ranks, cues set or left out, instrument facts
     sheet = replace(sheet, pairs=variants_mod.apply_to_pairs(vdefs, sheet.variants, sheet.pairs))
     insts, narrowed = variants_mod.apply_to_instruments(vdefs, sheet.variants, insts)
     dropped = variants_mod.dropped_cues(vdefs, sheet.variants)
     specs = [variants_mod.apply_to_cue(vdefs, sheet.variants, c) for c in sheet.cues if c.id not in dropped]
-    if select:
-        known = [c.id for c in specs]
-        for cid in select:
-            if cid not in known:
-                raise unknown_cue(cid, known, key="--cues", file=sheet.file)
-        specs = [c for c in specs if c.id in set(select)]
+    known = [c.id for c in specs]
+    for cid in select or ():               # before compiling: the cue sheet's refusal
+        if cid not in known:
+            raise unknown_cue(cid, known, key="--cues", file=sheet.file)
     rank = ranks[sheet.rank]
     voices = gong_voices(vdefs, sheet.variants, sheet.rank)
     b = Builder(sheet, insts, rank, variants_mod.effect(vdefs, sheet.variants, "jiangu_bei")["struck"],
@@ -117,24 +121,31 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     order = {name: k for k, name in enumerate(insts)}
     notes = tuple(sorted(b.notes, key=lambda x: (x.time, order[x.instrument], x.midi)))
     beats = tuple(sorted(b.beats, key=lambda x: x.time))
-    ceremony = Ceremony(sheet.name, sheet.rank, rank.suspension, sheet.huangzhong_hz, dict(sheet.variants))
+    ceremony = Ceremony(sheet.name, sheet.rank, rank.suspension, sheet.huangzhong_hz, dict(sheet.variants),
+                        sheet.gap_seconds)
     facts = {name: rank_facts(i, voices) for name, i in insts.items() if b.present(i)}
     for name, rows in instruments_mod.place_summary({c.id: c.places for c in cues}).items():
         facts[name]["places"] = rows          # the drawing's key to where they go (docs/timeline.md)
-    return Timeline(ceremony, tuple(cues), notes, beats, facts), b.warnings
+    speed = sheet.hits_midi.arrow_speed_m_s if sheet.hits_midi is not None else DEFAULT_ARROW_SPEED_M_S
+    whole = Timeline(ceremony, tuple(cues), notes, beats, facts, target_flights(yard, speed))
+    return cut(whole, select, file=sheet.file, compact=compact), b.warnings
 
 
 def compile_path(path: str | Path, cues: list | None = None, source: DataSource = DataSource(),
-                 shots=None) -> tuple:
+                 shots=None, compact: bool = False) -> tuple:
     """Load the rite's data from ``source`` (default: the packaged data) and compile the cue sheet
-    at ``path`` (with the calls of the shot log ``shots`` when given). Returns (Timeline, warnings)."""
+    at ``path`` (with the calls of the shot log ``shots`` when given; only the cues ``cues``, cut
+    from the whole as :func:`compile_sheet` says). Returns (Timeline, warnings)."""
     insts = instruments_mod.load_all(source)
     pieces = pieces_mod.load_all(source)
     vdefs = variants_mod.load(source=source)
     sheet = cuesheet.parse(path, pieces, insts, vdefs)
-    return compile_sheet(sheet, pieces, insts, suspension_mod.load(source=source), vdefs, cues, shots)
+    yard = courtyard.load(source=source, houdao=sheet.variants.get("houdao"))
+    return compile_sheet(sheet, pieces, insts, suspension_mod.load(source=source), vdefs, cues, shots,
+                         compact, yard)
 
 
-def compile_file(path: str | Path, cues: list | None = None, source: DataSource = DataSource()) -> Timeline:
+def compile_file(path: str | Path, cues: list | None = None, source: DataSource = DataSource(),
+                 compact: bool = False) -> Timeline:
     """Compile the cue sheet at ``path`` (optionally only the cue ids ``cues``) to a Timeline."""
-    return compile_path(path, cues, source)[0]
+    return compile_path(path, cues, source, compact=compact)[0]

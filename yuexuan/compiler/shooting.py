@@ -106,3 +106,17 @@ def shejie_piece(b: Builder, spec, rank, pieces) -> tuple:
         b.warnings.append(f"cue {spec.id!r}: a {rank.rank} shoots to {rank.shejie_piece} "
                           f"({rank.shejie_source}); this sheet names {spec.piece}, which is played")
     return spec.piece, ""
+
+
+def target_flights(yard, arrow_speed_m_s: float) -> dict:
+    """侯 → the timeline's ``targets`` entry: its 侯道 (``distance_bu`` 貍步 × ``bu_m``, metres,
+    from ceremony/courtyard.toml), the arrow's mean speed (the cue sheet's ``[hits_midi]``
+    ``arrow_speed_m_s``, INFERENCE) and the flight, seconds. ``yard`` None: {} (no courtyard)."""
+    if yard is None:
+        return {}
+    out = {}
+    for t in yard.targets:
+        distance_m = t.distance_bu * yard.bu_m
+        out[t.name] = {"distance_m": round(distance_m, 6), "arrow_speed_m_s": arrow_speed_m_s,
+                       "flight_s": round(distance_m / arrow_speed_m_s, 6)}
+    return out

@@ -9,8 +9,8 @@ as a shot:
   function of the timeline's 射节 strokes): the archer whose stroke lies nearest to when the arrow
   must have left the string, ``t − flight(X)``, among the strokes before ``t``;
 - **when**: that archer's pending loose (``/yuexuan/loose``), or with none ``t − flight(X)``:
-  the 侯道 of X (``distance_bu`` × ``bu_m`` in ceremony/courtyard.toml) at the sheet's
-  ``arrow_speed_m_s`` (INFERENCE, docs/cuesheet.md);
+  the arrow's flight to X as the compiler put it in the timeline (``targets[X].flight_s``: the
+  侯道 at the sheet's ``arrow_speed_m_s``, INFERENCE, docs/timeline.md);
 - **what**: 贯 on X, round 3, with the archer's rank, role and pair from the timeline. A scorer
   who sees otherwise corrects it over OSC (``/yuexuan/correct``, docs/play.md).
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from yuexuan.rite import courtyard
+from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_hits import HitsMidi
 
 NOTE_ON = 0x90
@@ -66,10 +66,14 @@ def whose_turn(strokes: Strokes, loose_s: float, hit_s: float):
     return strokes.beats[k]
 
 
-def flight_times(sensor: HitsMidi, yard) -> dict:
-    """侯 → the arrow's flight, s: its 侯道 (``distance_bu`` 貍步 × ``bu_m``) at the sheet's
-    ``arrow_speed_m_s``."""
-    return {t.name: t.distance_bu * yard.bu_m / sensor.arrow_speed_m_s for t in yard.targets}
+def flight_times(sensor: HitsMidi, timeline) -> dict:
+    """侯 → the arrow's flight, s, for each 侯 the sensor reports: the timeline's
+    ``targets[侯].flight_s`` (the compiler's). A 侯 the timeline gives no flight is refused."""
+    for target in dict.fromkeys(sensor.notes.values()):
+        if target not in timeline.targets:
+            raise UserError(f"the timeline gives no arrow flight to {target} (its targets: "
+                            f"{', '.join(timeline.targets) or 'none'})", key="--hits-midi")
+    return {name: float(t["flight_s"]) for name, t in timeline.targets.items()}
 
 
 @dataclass(frozen=True)
@@ -123,16 +127,16 @@ class HitSensor:
         return hub.shot(fields, arrival)
 
 
-def open_sensor(api: str, fragment: str, hub, sensor: HitsMidi, source,
+def open_sensor(api: str, fragment: str, hub, sensor: HitsMidi, timeline,
                 rt_priority: int | None = None):
     """Open the MIDI input whose name contains ``fragment`` and feed its hits, read by the cue
-    sheet's ``[hits_midi]`` map ``sensor`` (:func:`yuexuan.rite.cuesheet_hits.read`), to ``hub``
-    (from a thread at SCHED_FIFO ``rt_priority`` where allowed). Returns (HitSensor, the open
-    ports.Input)."""
+    sheet's ``[hits_midi]`` map ``sensor`` (:func:`yuexuan.rite.cuesheet_hits.read`) with the
+    arrow flights of ``timeline`` (the one played), to ``hub`` (from a thread at SCHED_FIFO
+    ``rt_priority`` where allowed). Returns (HitSensor, the open ports.Input)."""
     from yuexuan.live import ports
 
     rules = hub.judge.rules
-    reader = HitSensor(hub, sensor, flight_times(sensor, courtyard.load(source=source)),
+    reader = HitSensor(hub, sensor, flight_times(sensor, timeline),
                        shooting_strokes(rules.timeline_beats, rules.cue_ids))
     port = ports.Input(api, fragment, lambda data: reader.midi_in(data, time.monotonic()),
                        option="--hits-midi", role="hits", rt_priority=rt_priority)

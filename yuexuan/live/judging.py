@@ -4,8 +4,9 @@ For each shot, in this order (docs/play.md, "Live judging"):
 
 1. its arrival (monotonic s) becomes the ceremony's timeline seconds: the show's position
    (:meth:`yuexuan.live.judged_show.JudgedShow.timeline_s`, which knows holds, GO waits and
-   ``--from``) moved by the selection's place in the whole ceremony (:class:`CeremonyClock`), so
-   ``check CUES LOG`` judges the log with no ``--offset``;
+   ``--from``) moved by the selection's place in the whole ceremony, as the one timeline records
+   it (:meth:`yuexuan.timeline.Timeline.ceremony_s`), so ``check CUES LOG`` judges the log with
+   no ``--offset``;
 2. :class:`yuexuan.live.judge.Judge` judges it with ``check``'s rules (the judged time is the
    archer's pending loose, else the arrival);
 3. a hit sounds the 获者's call on the rig at once (a 公's 留/扬/方 the 大射正's), through the
@@ -19,10 +20,8 @@ Bad messages are reported (screen, report), never raised. Thread-safe: one lock 
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections import deque
-from dataclasses import dataclass
 
 from yuexuan.live.judge import RoundEnd, ShotError
 from yuexuan.live import osc
@@ -30,31 +29,6 @@ from yuexuan.live.calls import HUO
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 
 SCREEN_LINES = 6            # latest verdicts (and bad messages) on the operator's screen
-
-
-@dataclass(frozen=True)
-class CeremonyClock:
-    """Selection seconds → the whole ceremony's timeline seconds, cue by cue (a ``--cues``
-    selection is compiled alone, its cues one after another from 0)."""
-
-    starts: tuple           # each selected cue's start in the selection, s, ascending
-    shifts: tuple           # its start in the ceremony less its start in the selection, s
-
-    def ceremony_s(self, selection_s: float) -> float:
-        k = max(0, bisect.bisect_right(self.starts, selection_s) - 1)
-        return selection_s + self.shifts[k]
-
-    def selection_s(self, ceremony_s: float) -> float:
-        ends = [s + d for s, d in zip(self.starts, self.shifts)]
-        k = max(0, bisect.bisect_right(ends, ceremony_s) - 1)
-        return ceremony_s - self.shifts[k]
-
-
-def ceremony_clock(selection, ceremony) -> CeremonyClock:
-    """The clock between a selection's timeline and the whole ceremony's (same cue ids)."""
-    whole = {c.id: c.start for c in ceremony.cues}
-    cues = sorted(selection.cues, key=lambda c: c.start)
-    return CeremonyClock(tuple(c.start for c in cues), tuple(whole[c.id] - c.start for c in cues))
 
 
 def round_closing_cues(timeline) -> frozenset:
@@ -84,15 +58,17 @@ def tally_line(t: dict, final: bool) -> str:
 class Hub:
     """Feeds the :class:`~yuexuan.live.judge.Judge`; sounds, logs, sends and shows each verdict.
 
-    ``show``: a :class:`~yuexuan.live.judged_show.JudgedShow`; ``calls``: :func:`yuexuan.midi.
+    ``show``: a :class:`~yuexuan.live.judged_show.JudgedShow`; ``timeline``: the one timeline it
+    plays (a ``--cues`` selection records its place in the ceremony, whose seconds the judge,
+    the log and the rounds' cues use); ``calls``: :func:`yuexuan.midi.
     live_calls.call_templates`; ``log``: a :class:`yuexuan.scoring.logwrite.ShotLogWriter` or None;
     ``out``: an :class:`yuexuan.live.osc.OscOut` or None; ``command(name)``: runs a show command
     (the operator's queue); ``closers``: :func:`round_closing_cues` of the show's timeline (None:
     every shooting cue closes the rounds judged in it)."""
 
-    def __init__(self, judge, show, clock: CeremonyClock, calls: dict, log=None, out=None,
+    def __init__(self, judge, show, timeline, calls: dict, log=None, out=None,
                  command=None, closers: frozenset | None = None):
-        self.judge, self.show, self.clock, self.calls = judge, show, clock, calls
+        self.judge, self.show, self.timeline, self.calls = judge, show, timeline, calls
         self.log, self.out, self.command, self.closers = log, out, command, closers
         self._lock = threading.RLock()     # a shot's error is reported under it
         self._recent: deque = deque(maxlen=SCREEN_LINES)  # latest lines but the tallies
@@ -121,7 +97,7 @@ class Hub:
     def timeline_at(self, arrival: float) -> float | None:
         """The ceremony's timeline seconds at monotonic ``arrival``; None before the show."""
         t = self.show.timeline_s(arrival)
-        return None if t is None else self.clock.ceremony_s(t)
+        return None if t is None else self.timeline.ceremony_s(t)
 
     def loose(self, archer: str, time_s: float | None, arrival: float) -> None:
         """An arrow left the string: at ``time_s`` (ceremony s) when given, else at its arrival."""
@@ -178,7 +154,8 @@ class Hub:
         before the 公)."""
         if cue.kind not in SHOOTING_KINDS:
             return
-        lo, hi = self.clock.ceremony_s(cue.start), self.clock.ceremony_s(cue.end)
+        shift = self.timeline.ceremony_s(cue.start) - cue.start     # the cue's place in the ceremony
+        lo, hi = cue.start + shift, cue.end + shift
         with self._lock:
             rounds = {int(r["round"]) for r in self.judge.rows if lo <= r["time"] <= hi}
             done = {e.round for e in self.round_ends}
