@@ -11,6 +11,7 @@ import pytest
 
 from yuexuan.rite.vocabulary import RESULTS
 from yuexuan.scoring import shiho
+from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shots import read_shots
 
 BEATS = 100.0 + 2.0 * np.arange(20)          # 建鼓 strokes, timeline seconds
@@ -217,12 +218,34 @@ def test_tally_counts_match_an_independent_count(tmp_path):
         assert 2 * tally["chun"] + tally["qi"] == d
 
 
-def test_nearest_beats_by_searchsorted():
+def test_nearest_stroke_by_searchsorted():
     beats = np.array([1.0, 2.0, 4.0])
-    idx, t = shiho.nearest_beats(np.array([-5, 1.4, 1.5, 1.6, 3.1, 2.9, 9.0]), beats)
-    assert t.tolist() == [1.0, 1.0, 1.0, 2.0, 4.0, 2.0, 4.0]   # a tie goes to the earlier
-    idx, t = shiho.nearest_beats(np.array([0.0, 7.0]), np.array([3.0]))
-    assert t.tolist() == [3.0, 3.0]
+    times = np.array([-5, 1.4, 1.5, 1.6, 3.1, 2.9, 9.0])
+    idx, off = nearest(times, beats)
+    assert beats[idx].tolist() == [1.0, 1.0, 1.0, 2.0, 4.0, 2.0, 4.0]   # a tie goes to the earlier
+    assert off == pytest.approx(times - beats[idx])
+    idx, off = nearest(np.array([0.0, 7.0]), np.array([3.0]))
+    assert idx.tolist() == [0, 0] and off.tolist() == [-3.0, 4.0]
+    idx, off = nearest(np.array([np.nan, 2.0]), beats)
+    assert np.isnan(off[0]) and idx[1] == 1 and off[1] == 0.0
+
+
+def test_nearest_stroke_agrees_with_brute_force():
+    """Against the O(n·m) search it replaces (argmin of |time − stroke|, the earlier on a tie)."""
+    rng = np.random.default_rng(20)
+    for m in (1, 2, 7, 300):
+        strokes = np.sort(np.round(rng.uniform(0, 100, m), 1))      # rounding makes ties and repeats
+        times = np.round(rng.uniform(-10, 110, 500), 1)
+        idx, off = nearest(times, strokes)
+        brute = np.abs(np.subtract.outer(times, strokes)).argmin(axis=1)
+        assert (strokes[idx] == strokes[brute]).all() and (off == times - strokes[idx]).all()
+
+
+@pytest.mark.parametrize("strokes, word", [([], "non-empty"), ([[1.0]], "1-D"),
+                                           ([1.0, np.nan], "finite"), ([2.0, 1.0], "ascending")])
+def test_nearest_stroke_refuses_bad_strokes(strokes, word):
+    with pytest.raises(ValueError, match=word):
+        nearest(np.array([1.0]), np.array(strokes, dtype=float))
 
 
 def test_arrow_numbers_and_over_four():

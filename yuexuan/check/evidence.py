@@ -20,6 +20,7 @@ import numpy as np
 
 from yuexuan.check.drum.finder import DrumEvidence
 from yuexuan.scoring import shiho
+from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shots import Shots
 
 MISSED_REACH = 2.0     # × tolerance: a missed planned stroke this near a refused shot casts doubt
@@ -96,25 +97,20 @@ def shot_evidence(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Ver
     conf = np.full(n, np.nan)
     has = ~np.isnan(v.nearest_beat)
     if len(live) and has.any():
-        k = np.clip(np.searchsorted(live, v.nearest_beat[has]), 0, len(live) - 1)
-        k = np.where(np.abs(live[k - 1] - v.nearest_beat[has]) <
-                     np.abs(live[k] - v.nearest_beat[has]), k - 1, k)
-        same = np.abs(live[k] - v.nearest_beat[has]) < 1e-9
+        k, off = nearest(v.nearest_beat[has], live)
+        same = np.abs(off) < 1e-9
         conf[np.flatnonzero(has)[same]] = ev.confidence[k[same]]
     depends = rests_on_drum(shots, settings)
     doubtful_stroke = v.on_beat & ~(conf >= ev.threshold)           # NaN counts as doubtful
     unheard, unheard_at = missed_strokes_heard_at(ev, plan)
     reach = MISSED_REACH * settings.tolerance_s
     near_unheard = np.zeros(n, dtype=bool)
-    if own_s is not None:                       # the shot's own stroke, planned but not heard
-        k = np.searchsorted(unheard, own_s)
-        k = np.clip(k, 0, max(len(unheard) - 1, 0))
-        if len(unheard):
-            near_unheard = (~v.on_beat & (unheard[k] == own_s)
-                            & (np.abs(v.clock_s - unheard_at[k]) <= reach))
-    elif len(unheard):
-        d = np.abs(np.subtract.outer(v.clock_s, unheard_at)).min(axis=1)
-        near_unheard = ~v.on_beat & (d <= reach)
+    if own_s is not None and len(unheard):      # the shot's own stroke, planned but not heard
+        k, off = nearest(own_s, unheard)
+        near_unheard = ~v.on_beat & (off == 0.0) & (np.abs(v.clock_s - unheard_at[k]) <= reach)
+    elif own_s is None and len(unheard):
+        _, d = nearest(v.clock_s, np.sort(unheard_at))
+        near_unheard = ~v.on_beat & (np.abs(d) <= reach)
     return ShotEvidence(conf, depends & (doubtful_stroke | near_unheard))
 
 

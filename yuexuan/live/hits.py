@@ -27,6 +27,7 @@ import numpy as np
 
 from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_hits import HitsMidi
+from yuexuan.scoring.nearest import nearest
 
 NOTE_ON = 0x90
 SHOOTING_ROUND = 3          # the 射节 (kind shejie) is round 3's music
@@ -60,10 +61,10 @@ def whose_turn(strokes: Strokes, loose_s: float, hit_s: float):
     n = int(np.searchsorted(strokes.time_s, hit_s, side="right"))
     if n == 0:
         return None
-    k = int(np.argmin(np.abs(strokes.time_s[:n] - loose_s)))
-    if abs(strokes.time_s[k] - loose_s) > strokes.reach_s:
+    k, off_s = nearest(loose_s, strokes.time_s[:n])
+    if abs(float(off_s)) > strokes.reach_s:
         return None
-    return strokes.beats[k]
+    return strokes.beats[int(k)]
 
 
 def flight_times(sensor: HitsMidi, timeline) -> dict:

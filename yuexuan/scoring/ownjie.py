@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shiho import arrow_numbers
 
 
@@ -35,10 +36,7 @@ def live_strokes(planned_s: np.ndarray, plan: np.ndarray, alignment) -> np.ndarr
     (``--beats-from``); NaN where the drummer's stroke was not found."""
     live_of_plan = np.full(len(plan), np.nan)
     live_of_plan[alignment.plan_index] = alignment.live_s[alignment.live_index]
-    out = np.full(len(planned_s), np.nan)
-    known = ~np.isnan(planned_s)
-    idx = np.clip(np.searchsorted(plan, planned_s[known]), 0, max(len(plan) - 1, 0))
-    exact = plan[idx] == planned_s[known] if len(plan) else np.zeros(0, dtype=bool)
-    vals = np.where(exact, live_of_plan[idx] if len(plan) else np.nan, np.nan)
-    out[known] = vals
-    return out
+    if not len(plan):
+        return np.full(len(planned_s), np.nan)
+    k, off = nearest(planned_s, plan)                 # a NaN (no stroke planned) stays NaN
+    return np.where(off == 0.0, live_of_plan[k], np.nan)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from yuexuan.rite.vocabulary import ARCHER_RANKS
+from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shots import Shots, is_miss
 
 GONG, BIN, QING, DAFU, SHI = range(5)            # indices into ARCHER_RANKS (most senior first)
@@ -83,23 +84,6 @@ def hou_of_pairs(rank: np.ndarray, pair: np.ndarray) -> np.ndarray:
         np.minimum.at(best, pair[grouped], rank[grouped].astype(np.int8))
         senior[grouped] = best[pair[grouped]]
     return OWN_HOU[senior]
-
-
-def nearest_beats(times: np.ndarray, beats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Index and time (s) of the nearest beat to each time, by :func:`numpy.searchsorted`.
-
-    ``beats`` must be ascending and non-empty. Ties go to the earlier beat.
-    """
-    beats = np.asarray(beats, dtype=np.float64)
-    times = np.asarray(times, dtype=np.float64)
-    right = np.clip(np.searchsorted(beats, times), 1, len(beats) - 1) if len(beats) > 1 else \
-        np.zeros(len(times), dtype=np.intp)
-    if len(beats) == 1:
-        return right, beats[right]
-    left = right - 1
-    take_right = np.abs(beats[right] - times) < np.abs(times - beats[left])
-    idx = np.where(take_right, right, left)
-    return idx, beats[idx]
 
 
 def on_beat(offset_s: np.ndarray, tolerance_s: float) -> np.ndarray:
@@ -306,21 +290,20 @@ def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s
     round_ = np.asarray(round_)
     clock = np.asarray(time_s, dtype=np.float64) + float(offset_s)
     n = len(clock)
-    nearest = np.full(n, np.nan)
+    beat = np.full(n, np.nan)
     off = np.full(n, np.nan)
     r3 = round_ == 3
     beats_s = np.asarray(beats_s, dtype=np.float64)
     if bound_s is not None:
-        nearest[r3] = np.asarray(bound_s, dtype=np.float64)[r3]
-        off[r3] = clock[r3] - nearest[r3]
+        beat[r3] = np.asarray(bound_s, dtype=np.float64)[r3]
+        off[r3] = clock[r3] - beat[r3]
     elif r3.any() and len(beats_s):
-        _, nb = nearest_beats(clock[r3], beats_s)
-        nearest[r3] = nb
-        off[r3] = clock[r3] - nb
+        k, off[r3] = nearest(clock[r3], beats_s)
+        beat[r3] = beats_s[k]
     ok = on_beat(off, settings.tolerance_s)          # NaN compares False
     must = hou_of_pairs(rank, pair)
     released, reason = decide(round_, rank, target, result, must, ok, settings)
-    return Verdict(clock, nearest, off, ok, released, reason, tallies(round_, role, released))
+    return Verdict(clock, beat, off, ok, released, reason, tallies(round_, role, released))
 
 
 def evaluate_shots(shots: Shots, beats_s, offset_s: float = 0.0,
@@ -331,5 +314,5 @@ def evaluate_shots(shots: Shots, beats_s, offset_s: float = 0.0,
 
 
 __all__ = ["Verdict", "evaluate", "evaluate_shots", "Settings", "huo_called", "arrow_numbers",
-           "over_four", "MAX_ARROWS", "hou_of_pairs", "nearest_beats",
+           "over_four", "MAX_ARROWS", "hou_of_pairs",
            "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU"]

@@ -38,6 +38,7 @@ from yuexuan.check.drum import band
 
 from yuexuan.check.drum import align
 from yuexuan.errors import UserError
+from yuexuan.scoring.nearest import nearest
 
 THRESHOLD = 0.5      # confidence below which a stroke is doubtful
 KEEP = 0.2           # candidates less drum-like than this are not taken for strokes at all
@@ -137,8 +138,7 @@ def learn(c: band.Candidates, plan: np.ndarray, start_s: float | None) -> DrumMo
                         f"keep the plan's beat (they stray {1000 * jitter:.0f} ms from one stroke "
                         f"to the next; a drummer, under {1000 * MAX_SEED_JITTER * gap:.0f} ms)")
     heard = heard_plan(plan, al, c.time_s[seeds])
-    j = np.clip(np.searchsorted(heard, c.time_s), 1, len(heard) - 1)
-    near = np.minimum(np.abs(c.time_s - heard[j - 1]), np.abs(c.time_s - heard[j]))
+    near = np.abs(nearest(c.time_s, np.sort(heard))[1])      # to the nearest heard stroke, s
     others = inside[near[inside] > OFF_PLAN * gap]     # the 射节's other onsets
     x = c.timbre.astype(np.float64)
     axis = fisher_axis(x[seeds], x[others])
