@@ -12,6 +12,7 @@ from pathlib import Path
 
 from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
+from yuexuan.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Place:
     """A landmark (阼阶, 西阶, 物)."""
     name: str
     english: str
-    position_m: tuple          # (x, y, z) metres
+    position_m: tuple[float, ...]  # (x, y, z) metres
     source: str = ""
 
 
@@ -30,8 +31,8 @@ class Target:
     pinyin: str
     english: str
     distance_bu: float         # 侯道 in 貍步
-    position_m: tuple          # (x, y, z) metres
-    fa_m: tuple                # the 乏 (screen), (x, y, z) metres
+    position_m: tuple[float, ...]  # (x, y, z) metres
+    fa_m: tuple[float, ...]    # the 乏 (screen), (x, y, z) metres
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Listener:
     """A seat the rite is heard from (宾, 公, 中庭)."""
     name: str
     english: str
-    position_m: tuple          # (x, y, z) metres
+    position_m: tuple[float, ...]  # (x, y, z) metres
     facing_deg: float          # 0 = north, 90 = east
 
 
@@ -56,20 +57,20 @@ class Houdao:
 
 @dataclass(frozen=True)
 class Courtyard:
-    tang_x_m: tuple            # the 堂's (west, east) edges, metres
-    tang_y_m: tuple            # its (south, north) edges, metres
+    tang_x_m: tuple[float, ...]  # the 堂's (west, east) edges, metres
+    tang_y_m: tuple[float, ...]  # its (south, north) edges, metres
     bu_m: float                # one 貍步, metres
-    landmarks: tuple           # Place …
-    targets: tuple             # Target …
-    listeners: tuple           # Listener …
+    landmarks: tuple[Place, ...]
+    targets: tuple[Target, ...]
+    listeners: tuple[Listener, ...]
     houdao: Houdao | None = None   # the geometry the targets are placed by (O24)
 
-    def seats(self) -> dict:
+    def seats(self) -> dict[str, Listener]:
         """The listener seats by name (宾, 公, 中庭): the renderer's ``listener_table``."""
         return {li.name: li for li in self.listeners}
 
 
-def _metres(f: tomlfile.Fields, key: str, n: int = 3, shape: str = "[x, y, z]") -> tuple:
+def _metres(f: tomlfile.Fields, key: str, n: int = 3, shape: str = "[x, y, z]") -> tuple[float, ...]:
     """An array of ``n`` numbers (metres) under ``key``."""
     v = f.get(key, list)
     if len(v) != n or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in v):
@@ -77,7 +78,7 @@ def _metres(f: tomlfile.Fields, key: str, n: int = 3, shape: str = "[x, y, z]") 
     return tuple(float(a) for a in v)
 
 
-def _listeners(top: tomlfile.Fields) -> tuple:
+def _listeners(top: tomlfile.Fields) -> tuple[Listener, ...]:
     out = {}
     for f in top.tables("listener", []):
         name = f.get("name", str)
@@ -103,7 +104,7 @@ def _houdao(top: tomlfile.Fields, name: str | None) -> Houdao | None:
                   f.get("origin_y_m", float), f.get("source", str, ""))
 
 
-def _moved(p: tuple, dy_m: float) -> tuple:
+def _moved(p: tuple[float, ...], dy_m: float) -> tuple[float, ...]:
     return (p[0], p[1] + dy_m, p[2])
 
 
@@ -128,12 +129,12 @@ def load(path: str | Path | None = None, source: DataSource = DataSource(),
                      geometry)
 
 
-def for_timeline(timeline, source: DataSource = DataSource()) -> Courtyard:
+def for_timeline(timeline: Timeline, source: DataSource = DataSource()) -> Courtyard:
     """The courtyard of ``source`` with its targets where the timeline's variant ``houdao`` (O24)
     puts them (the option names the ``[[houdao]]`` table; the file's default when not set)."""
     return load(source=source, houdao=timeline.ceremony.variants.get("houdao"))
 
 
-def listeners(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
+def listeners(path: str | Path | None = None, source: DataSource = DataSource()) -> dict[str, Listener]:
     """The listener seats by name (宾, 公, 中庭) of ``path`` (default: that of ``source``)."""
     return load(path, source).seats()

@@ -10,20 +10,23 @@ found, the key, and what was expected. See docs/cuesheet.md for the format. The 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from yuexuan.rite import tomlfile
 from yuexuan.rite.cuesheet_cues import Known, cues
 from yuexuan.rite.cuesheet_hits import hits_midi
-from yuexuan.rite.cuesheet_records import (  # noqa: F401  (the records, re-exported for callers)
-    Archer, Call, Ceremony, CueSheet, CueSpec, Pair, Shejie)
+from yuexuan.rite.cuesheet_records import Archer, Call, Ceremony, CueSheet, CueSpec, Pair, Shejie  # noqa: F401  (the records, re-exported for callers)
 from yuexuan.rite.cuesheet_roster import roster
 from yuexuan.rite.cuesheet_setting import ceremony, chosen_variants, shejie
+from yuexuan.rite.instruments import Instrument
+from yuexuan.rite.pieces import Piece
 from yuexuan.rite.tomlfile import Fields
 
 TOP_KEYS = {"ceremony", "variants", "shejie", "pair", "cue", "hits_midi"}
 
 
-def parse(path: str | Path, pieces: dict, instruments: dict, variant_defs: dict) -> CueSheet:
+def parse(path: str | Path, pieces: dict[str, Piece], instruments: dict[str, Instrument],
+          variant_defs: dict[str, Any]) -> CueSheet:
     """Read and validate a cue sheet against the known pieces, instruments and variants (the
     tables of :func:`yuexuan.rite.variants.load`)."""
     path = str(path)

@@ -5,11 +5,12 @@ the roster. Every problem raises :class:`~yuexuan.errors.UserError` naming the f
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, SHOOTING_KINDS, Call, CueSpec
 from yuexuan.rite.cuesheet_setting import seconds
-from yuexuan.rite.instruments import KINDS
+from yuexuan.rite.instruments import KINDS, Instrument
+from yuexuan.rite.pieces import Piece
 from yuexuan.rite.tomlfile import Fields
 from yuexuan.rite.tuning import WUSHENG
 
@@ -24,18 +25,19 @@ XIAN_SIDES = ("东", "西", "北", "南", "堂上")
 class Known(NamedTuple):
     """What a cue may name: pieces and instruments by name, variant definitions
     (ceremony/variants.toml) by key, and the roster's pair groups and ids."""
-    pieces: dict
-    instruments: dict
-    vdefs: dict
-    groups: frozenset
+    pieces: dict[str, Piece]
+    instruments: dict[str, Instrument]
+    vdefs: dict[str, Any]
+    groups: frozenset[str]
 
 
-def cues(top: Fields, known: Known) -> tuple:
+def cues(top: Fields, known: Known) -> tuple[CueSpec, ...]:
     """Every ``[[cue]]`` of the sheet, in order; ids unique."""
     tables = top.tables("cue", limit=MAX_CUES)
     if not tables:
         raise top.error("cue", "a cue sheet needs at least one [[cue]]")
-    out, first_at = [], {}
+    out: list[CueSpec] = []
+    first_at: dict[str, int] = {}
     for i, cf in enumerate(tables):
         cf.unknown(CUE_KEYS)
         cid = cf.get("id", str)
@@ -54,12 +56,14 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
     # a 射节 cue may leave its piece to the rank (ceremony/suspension.toml shejie_piece, 礼记·射义)
     piece = cf.get("piece", str, None if kind == "shejie" else ...)
     if kind in ("music", "shejie") and piece is not None and piece not in known.pieces:
-        raise cf.error("piece", f"unknown piece {piece!r}; expected one of: {', '.join(sorted(known.pieces))}")
+        raise cf.error("piece", f"unknown piece {piece!r}; "
+                                f"expected one of: {', '.join(sorted(known.pieces))}")
     melody, jie, intro = (_instrument_names(cf, key, known.instruments) for key in ("melody", "jie", "intro"))
     xian, xian_variant = _xian(cf, known.vdefs)
     for key in ("sanzhong", "accompaniment"):
         if cf.has(key) and cf.get(key, str) not in known.vdefs:
-            raise cf.error(key, f"unknown variant {cf.data[key]!r}; expected one of: {', '.join(known.vdefs)}")
+            raise cf.error(key, f"unknown variant {cf.data[key]!r}; "
+                                f"expected one of: {', '.join(known.vdefs)}")
     cue_calls = calls(cf, known.instruments)
     if kind == "calls" and not cue_calls:
         raise cf.error("calls", "a calls cue needs at least one call")
@@ -82,7 +86,7 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
         note_seconds=seconds(cf, "note_seconds", None, lo=0.05))
 
 
-def _instrument_names(cf: Fields, key: str, instruments: dict) -> tuple:
+def _instrument_names(cf: Fields, key: str, instruments: dict[str, Instrument]) -> tuple[str, ...]:
     """``melody``, ``jie`` or ``intro``: instrument names or kinds (钟 磬 …)."""
     names = cf.strings(key)
     for name in names:
@@ -92,7 +96,7 @@ def _instrument_names(cf: Fields, key: str, instruments: dict) -> tuple:
     return names
 
 
-def _xian(cf: Fields, vdefs: dict) -> tuple:
+def _xian(cf: Fields, vdefs: dict[str, Any]) -> tuple[tuple[str, ...] | None, tuple[str, str] | None]:
     """(县 sides or None for all, (variant key, for whom) or None) from ``xian``."""
     if not cf.has("xian"):
         return None, None
@@ -110,7 +114,7 @@ def _xian(cf: Fields, vdefs: dict) -> tuple:
     return sides, None
 
 
-def calls(cf: Fields, instruments: dict) -> tuple:
+def calls(cf: Fields, instruments: dict[str, Instrument]) -> tuple[Call, ...]:
     """The cue's ``calls``: the 负侯者's calls, each on a 声 of the mode, or ``plain`` (spoken, no
     pitch; its ``sheng``, default 宫, is used only where a variant restores 宫 and 商)."""
     out = []
@@ -132,7 +136,7 @@ def calls(cf: Fields, instruments: dict) -> tuple:
     return tuple(out)
 
 
-def _pairs(cf: Fields, kind: str, groups: frozenset) -> tuple:
+def _pairs(cf: Fields, kind: str, groups: frozenset[str]) -> tuple[str, ...]:
     """The groups or pair ids that shoot, each known to the roster; required when shooting."""
     sel = cf.strings("pairs")
     for n in sel:
@@ -143,7 +147,7 @@ def _pairs(cf: Fields, kind: str, groups: frozenset) -> tuple:
     return sel
 
 
-def _length(cf: Fields, kind: str) -> tuple:
+def _length(cf: Fields, kind: str) -> tuple[int | None, bool]:
     """(zhong, open_ended): a music cue has exactly one of them."""
     zhong = cf.get("zhong", int, None, lo=1, hi=1000)
     open_ended = cf.get("open_ended", bool, False)

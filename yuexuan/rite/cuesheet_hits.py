@@ -36,7 +36,7 @@ DEFAULT_ARROW_SPEED_M_S = 60.0
 class HitsMidi:
     """A hit sensor's map: MIDI note → 侯, the channel it listens on, the arrow's speed."""
 
-    notes: dict                       # int note 0..127 → 侯 name (大侯 | 参 | 干)
+    notes: dict[int, str]             # int note 0..127 → 侯 name (大侯 | 参 | 干)
     channel: int | None = None        # 0-based MIDI channel; None = any
     arrow_speed_m_s: float = DEFAULT_ARROW_SPEED_M_S
 

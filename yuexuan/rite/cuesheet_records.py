@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 CUE_KINDS = ("music", "calls", "shoot", "shejie")
@@ -23,14 +24,14 @@ class Pair:
     group: str
     upper: Archer             # 上射
     lower: Archer             # 下射
-    hits: tuple = ()          # per round: 8 marks in shooting order, x = hit
+    hits: tuple[str, ...] = ()          # per round: 8 marks in shooting order, x = hit
 
     @property
     def first(self) -> str:
         """Who looses first: the 上射, except in the 公's pair (公下射也，而先发不留尊也)."""
         return "下射" if self.lower.rank == "公" else "上射"
 
-    def shooter(self, k: int) -> tuple:
+    def shooter(self, k: int) -> tuple[str, Archer]:
         """(role, archer) of the k-th arrow (0-based) of the pair's 8, by 拾发."""
         first = self.first
         role = first if k % 2 == 0 else ("上射" if first == "下射" else "下射")
@@ -66,19 +67,19 @@ class CueSpec:
     starts_when: str = ""
     ends_when: str = ""
     gloss: str = ""
-    xian: tuple | None = None           # 县 sides, or None (all)
-    xian_variant: tuple | None = None   # (variant key, for whom)
-    melody: tuple = ()
-    jie: tuple = ()
-    intro: tuple = ()
+    xian: tuple[str, ...] | None = None           # 县 sides, or None (all)
+    xian_variant: tuple[str, str] | None = None   # (variant key, for whom)
+    melody: tuple[str, ...] = ()
+    jie: tuple[str, ...] = ()
+    intro: tuple[str, ...] = ()
     open_ended: bool = False
     default_seconds: float | None = None
     zhong: int | None = None
     sanzhong: str | None = None         # variant key giving the pieces of the 三终
     accompaniment: str | None = None    # variant key giving accompanying instruments
-    calls: tuple = ()
+    calls: tuple[Call, ...] = ()
     round: int | None = None
-    pairs: tuple = ()                   # group names or pair ids
+    pairs: tuple[str, ...] = ()                   # group names or pair ids
     arrow_seconds: float = 4.0
     pair_seconds: float = 8.0
     reconstruction: bool | None = None
@@ -102,8 +103,8 @@ class Ceremony:
 @dataclass(frozen=True)
 class Shejie:
     jie_seconds: float = 4.0
-    pi_offsets: tuple = (0.0, 0.3)
-    gu_offsets: tuple = (1.0, 3.0)
+    pi_offsets: tuple[float, ...] = (0.0, 0.3)
+    gu_offsets: tuple[float, ...] = (1.0, 3.0)
     syllables_per_jie: int = 4
     heard_jie: int | None = None
 
@@ -112,16 +113,16 @@ class Shejie:
 class CueSheet(Ceremony):
     """A whole sheet: its ``[ceremony]`` settings (inherited fields) and everything else."""
     file: str
-    variants: dict            # variant key -> chosen option (defaults filled in)
+    variants: dict[str, str]         # variant key -> chosen option (defaults filled in)
     shejie: Shejie
-    pairs: tuple
-    cues: tuple
+    pairs: tuple[Pair, ...]
+    cues: tuple[CueSpec, ...]
     text: str = field(default="", repr=False)
     hits_midi: object = None  # cuesheet_hits.HitsMidi: a hit sensor's note → 侯 map, or None
 
-    def pair_selection(self, names: tuple) -> list:
+    def pair_selection(self, names: Iterable[str]) -> list[Pair]:
         """Pairs named by group or id, in roster order within each name, names in the given order."""
-        out = []
+        out: list[Pair] = []
         for n in names:
             out.extend(p for p in self.pairs if p.group == n or p.id == n)
         return out

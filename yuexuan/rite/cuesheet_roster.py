@@ -20,7 +20,7 @@ def _archer(pf: Fields, key: str) -> Archer:
 _MARK = {"x": "x", ".": ".", **{c: c for c in ZHENG_CALLS}, **dict(zip("lyf", ZHENG_CALLS))}
 
 
-def _hits(pf: Fields) -> tuple:
+def _hits(pf: Fields) -> tuple[str, ...]:
     """Up to three rounds of up to 8 marks each: ``x`` hit, ``.`` miss, or a miss with its place,
     ``留``/``l`` (low, short), ``扬``/``y`` (high, over), ``方``/``f`` (left or right); the ASCII
     letters are stored as the characters."""
@@ -43,9 +43,10 @@ def miss_place(pair: Pair, round_: int, k: int) -> str | None:
     return mark if mark in ZHENG_CALLS else None
 
 
-def roster(top: Fields) -> tuple:
+def roster(top: Fields) -> tuple[Pair, ...]:
     """The pairs of the sheet's ``[[pair]]`` tables, in order; ids unique."""
-    pairs, seen = [], {}
+    pairs: list[Pair] = []
+    seen: dict[str, int] = {}
     for i, pf in enumerate(top.tables("pair", [], limit=MAX_PAIRS)):
         pf.unknown(PAIR_KEYS)
         pid = pf.get("id", str)

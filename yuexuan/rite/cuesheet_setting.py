@@ -6,6 +6,8 @@ lines); every problem raises :class:`~yuexuan.errors.UserError` naming the file,
 
 from __future__ import annotations
 
+from typing import Any
+
 from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_records import MAX_SECONDS, Ceremony, Shejie
 from yuexuan.rite.tomlfile import Fields
@@ -17,7 +19,7 @@ CEREMONY_KEYS = {"name", "rank", "huangzhong_hz", "gong", "gap_seconds", "syllab
 SHEJIE_KEYS = {"jie_seconds", "pi_offsets", "gu_offsets", "syllables_per_jie", "heard_jie"}
 
 
-def seconds(f: Fields, key: str, default=..., lo: float = 0.0):
+def seconds(f: Fields, key: str, default: Any = ..., lo: float = 0.0) -> Any:
     """A duration in seconds, from ``lo`` to six hours."""
     return f.get(key, float, default, lo=lo, hi=MAX_SECONDS)
 
@@ -39,7 +41,7 @@ def ceremony(cer: Fields) -> Ceremony:
         open_ended_seconds=seconds(cer, "open_ended_seconds", 40.0, lo=0.1))
 
 
-def chosen_variants(vf: Fields, vdefs: dict) -> dict:
+def chosen_variants(vf: Fields, vdefs: dict[str, Any]) -> dict[str, str]:
     """The ``[variants]`` table: variant key -> chosen option, the defaults filled in.
     ``vdefs`` is ceremony/variants.toml (:func:`yuexuan.rite.variants.load`)."""
     chosen = {}
@@ -52,7 +54,7 @@ def chosen_variants(vf: Fields, vdefs: dict) -> dict:
     return chosen
 
 
-def _offsets(f: Fields, key: str, default: tuple) -> tuple:
+def _offsets(f: Fields, key: str, default: tuple[float, ...]) -> tuple[float, ...]:
     """A non-empty array of stroke offsets, seconds into the 节."""
     v = f.get(key, list, None)
     if v is None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from yuexuan.data import DataSource
-from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
+from yuexuan.rite import tomlfile
 from yuexuan.rite.tuning import Pitch, parse_pitch
 
 FAMILIES = ("bell", "stone", "drum", "string", "pipe", "voice")
@@ -30,14 +31,15 @@ class Place:
     the place, and a cue no row applies to hears the instrument at its ``position_m``."""
 
     where: str                 # the text's name of the place, e.g. 东坫之东南
-    position_m: tuple          # (x east, y north, z up), metres
+    position_m: tuple[float, ...]  # (x east, y north, z up), metres
     source: str
-    cues: tuple = ()           # cue ids
+    cues: tuple[str, ...] = ()  # cue ids
     from_cue: str | None = None
-    when: dict = field(default_factory=dict)
-    attendants: dict = field(default_factory=dict)   # official -> (x, y, z) m: drawn, not heard
+    when: dict[str, str] = field(default_factory=dict)
+    # official -> (x, y, z) m: drawn, not heard
+    attendants: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
-    def applies(self, cue_id: str, so_far: dict, variants: dict) -> bool:
+    def applies(self, cue_id: str, so_far: dict[str, frozenset[str]], variants: dict[str, str]) -> bool:
         """True for ``cue_id`` under the chosen ``variants``; ``so_far[id]`` is the set of cue ids
         the sheet has at or before cue ``id``."""
         if any(variants.get(k) != v for k, v in self.when.items()):
@@ -45,15 +47,16 @@ class Place:
         return cue_id in self.cues or (self.from_cue is not None
                                        and self.from_cue in so_far.get(cue_id, ()))
 
-    def timeline_entry(self) -> dict:
+    def timeline_entry(self) -> dict[str, Any]:
         """The plain dict a :class:`~yuexuan.timeline.Cue`'s ``places`` holds for it."""
-        out = {"where": self.where, "position_m": list(self.position_m), "source": self.source}
+        out: dict[str, Any] = {"where": self.where, "position_m": list(self.position_m),
+                               "source": self.source}
         if self.attendants:
             out["attendants"] = {k: list(v) for k, v in self.attendants.items()}
         return out
 
 
-def _position(f: tomlfile.Fields, key: str, value) -> tuple:
+def _position(f: tomlfile.Fields, key: str, value: Any) -> tuple[float, ...]:
     """[x, y, z] metres within 1000 m of the 堂, else a one-line error naming ``key``."""
     if not isinstance(value, list) or len(value) != 3 or \
             not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
@@ -87,7 +90,7 @@ class Instrument:
     family: str                # bell | stone | drum | string | pipe | voice
     kind: str                  # its role in a 县: 磬 钟 鑮 建鼓 鼙 鼗 簜 瑟 歌 呼
     xian: str                  # 东 | 西 | 北 | 南 (hung sides) | 堂下 | 堂上 | 侯
-    position_m: tuple          # (x east, y north, z up), metres, ceremony/courtyard.toml frame
+    position_m: tuple[float, ...]  # (x east, y north, z up), metres, ceremony/courtyard.toml frame
     facing: str
     source: str
     notes: str = ""
@@ -95,17 +98,17 @@ class Instrument:
     count: int = 1
     pitched: bool = False
     octave: int = 0            # its 黄 sounds at huangzhong_hz × 2**octave
-    pitch_set: tuple = ()      # Pitches it can sound (relative to its own octave)
+    pitch_set: tuple[Pitch, ...] = ()  # Pitches it can sound (relative to its own octave)
     gm_program: int | None = None   # General MIDI program, 0..127
     gm_drum_key: int | None = None  # GM percussion key (channel 10) for unpitched bodies
-    synth: dict = field(default_factory=dict)
+    synth: dict[str, Any] = field(default_factory=dict)
     file: str = ""
-    places: tuple = ()         # Place rows: where it is during some cues (else at position_m)
+    places: tuple[Place, ...] = ()  # Place rows: where it is during some cues (else at position_m)
 
     def can_sound(self, pitch: Pitch) -> bool:
         return pitch in self.pitch_set
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, Any]:
         """Plain dict for the timeline JSON: all that the outputs read of an instrument (the
         renderer synthesises from ``family``, ``pitched`` and ``synth`` and places by
         ``position_m``, never reading the instrument files)."""
@@ -123,7 +126,7 @@ def load_instrument(path: str | Path) -> Instrument:
     f.unknown(_KEYS)
     pitched = f.get("pitched", bool, False)
     pos = _position(f, "position_m", f.get("position_m", list))
-    pitch_set = ()
+    pitch_set: tuple[Pitch, ...] = ()
     if pitched:
         raw = f.get("pitch_set", list)
         try:
@@ -156,7 +159,8 @@ def load_instrument(path: str | Path) -> Instrument:
         places=tuple(_place(p) for p in f.tables("place", [], limit=MAX_PLACES)))
 
 
-def cue_places(insts: dict, cue_ids: list, variants: dict, vdefs: dict) -> dict:
+def cue_places(insts: dict[str, Instrument], cue_ids: list[str], variants: dict[str, str],
+               vdefs: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     """{cue id: {instrument: Place.timeline_entry()}} for the cues ``cue_ids`` (the sheet's order)
     under the chosen ``variants``: the first ``[[place]]`` row of each instrument that applies.
     A ``when`` naming an unknown variant or option is a UserError naming the instrument file."""
@@ -174,17 +178,17 @@ def cue_places(insts: dict, cue_ids: list, variants: dict, vdefs: dict) -> dict:
     for cid in cue_ids:
         here = {}
         for name, inst in insts.items():
-            pl = next((p for p in inst.places if p.applies(cid, so_far, variants)), None)
-            if pl is not None:
-                here[name] = pl.timeline_entry()
+            row = next((p for p in inst.places if p.applies(cid, so_far, variants)), None)
+            if row is not None:
+                here[name] = row.timeline_entry()
         out[cid] = here
     return out
 
 
-def place_summary(places_by_cue: dict) -> dict:
+def place_summary(places_by_cue: dict[str, dict[str, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
     """{instrument: [{where, position_m, cues}]}: each distinct place of ``places_by_cue`` (as
     :func:`cue_places` returns) with the cue ids it holds for, in cue order: the drawing's key."""
-    out: dict = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for cid, here in places_by_cue.items():
         for name, entry in here.items():
             rows = out.setdefault(name, [])
@@ -198,9 +202,9 @@ def place_summary(places_by_cue: dict) -> dict:
     return out
 
 
-def load_all(source: DataSource = DataSource()) -> dict:
+def load_all(source: DataSource = DataSource()) -> dict[str, Instrument]:
     """All instruments of instruments/ of ``source`` (default: the packaged data), by name."""
-    out = {}
+    out: dict[str, Instrument] = {}
     for p in source.files("instruments"):
         inst = load_instrument(p)
         if inst.name in out:

@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yuexuan.data import DataSource
-from yuexuan.rite import tomlfile
 from yuexuan.errors import UserError
+from yuexuan.rite import tomlfile
 from yuexuan.rite.tuning import LV, Pitch, parse_pitch
+
+#: one stanza: its notes, each (Pitch, the syllable sung or None)
+Stanza = tuple[tuple[Pitch, str | None], ...]
 
 #: 工尺 letter → the 律 it may stand for (熊朋来 卷一「雅律通俗谱例」; 五 also 夹清 in 熊's 夹钟角 驺虞)
 #: and the octave it fixes (六, 五: the upper octave).
@@ -35,16 +38,16 @@ class Piece:
     reconstruction: bool
     source: str
     phrase_syllables: int
-    stanzas: tuple            # of tuples of (Pitch, syllable or None)
+    stanzas: tuple[Stanza, ...]      # of tuples of (Pitch, syllable or None)
     file: str = ""
     later_source: str = ""    # e.g. "宋 风雅十二诗谱 (…)"; "" for none (module docstring)
 
-    def notes(self) -> list:
+    def notes(self) -> list[tuple[Pitch, str | None]]:
         """All (Pitch, syllable) pairs, stanza after stanza."""
         return [n for st in self.stanzas for n in st]
 
 
-def _stanza(f: tomlfile.Fields, corrections: dict, number: int) -> tuple:
+def _stanza(f: tomlfile.Fields, corrections: dict[int, str], number: int) -> Stanza:
     words = f.get("words", str, None)
     if f.has("pitches"):
         try:
@@ -56,17 +59,17 @@ def _stanza(f: tomlfile.Fields, corrections: dict, number: int) -> tuple:
         if len(lv) != len(gc):
             raise f.error("gongche", f"{len(gc)} 工尺 letters for {len(lv)} 律; expected one each")
         pitches = []
-        for i, (l, g) in enumerate(zip(lv, gc), start=1):
-            l = corrections.get(i, l)
-            if l not in LV:
-                raise f.error("lv", f"syllable {i}: unknown 律 {l!r}")
+        for i, (lu, g) in enumerate(zip(lv, gc), start=1):
+            lu = corrections.get(i, lu)
+            if lu not in LV:
+                raise f.error("lv", f"syllable {i}: unknown 律 {lu!r}")
             if g not in GONGCHE:
                 raise f.error("gongche", f"syllable {i}: unknown 工尺 letter {g!r}")
             allowed, octave = GONGCHE[g]
-            if l not in allowed:
-                raise f.error("gongche", f"syllable {i}: 工尺 {g} cannot stand for {l}; it stands for "
+            if lu not in allowed:
+                raise f.error("gongche", f"syllable {i}: 工尺 {g} cannot stand for {lu}; it stands for "
                                          f"{'/'.join(allowed)}")
-            pitches.append(Pitch(LV.index(l), octave))
+            pitches.append(Pitch(LV.index(lu), octave))
     if not pitches:
         raise f.error("pitches", "empty stanza")
     if words is not None and len(words) != len(pitches):
@@ -78,9 +81,10 @@ def load_piece(path: str | Path) -> Piece:
     data, text = tomlfile.load(path)
     f = tomlfile.Fields(data, str(path), text, "")
     f.unknown(_KEYS)
-    corr: dict = {}
+    corr: dict[int, dict[int, str]] = {}
     for j, c in enumerate(f.get("correction", list, [])):
-        cf = tomlfile.Fields(c, str(path), text, f"correction[{j}]", tomlfile.table_line(text, "correction", j))
+        cf = tomlfile.Fields(c, str(path), text, f"correction[{j}]",
+                             tomlfile.table_line(text, "correction", j))
         corr.setdefault(cf.get("stanza", int, lo=1), {})[cf.get("syllable", int, lo=1)] = cf.get("lv", str)
     stanzas = []
     for j, s in enumerate(f.get("stanza", list)):
@@ -95,9 +99,9 @@ def load_piece(path: str | Path) -> Piece:
                  later_source=f.get("later_source", str, "").strip())
 
 
-def load_all(source: DataSource = DataSource()) -> dict:
+def load_all(source: DataSource = DataSource()) -> dict[str, Piece]:
     """All pieces of pieces/ of ``source`` (default: the packaged data), by title."""
-    out = {}
+    out: dict[str, Piece] = {}
     for p in source.files("pieces"):
         piece = load_piece(p)
         if piece.title in out:

@@ -17,7 +17,7 @@ _RANK_KEYS = {"rank", "suspension", "shejie_jie", "shejie_piece", "shejie_source
 class Side:
     """One hung side of a rank's 县: its instruments (names in instruments/) and why."""
     side: str                # 东 | 西 | 北 | 南
-    instruments: tuple
+    instruments: tuple[str, ...]
     source: str
 
 
@@ -26,7 +26,7 @@ class Substitute:
     """Where a rank lacks ``instead_of`` (an instrument name or kind), play ``use`` (names or kinds;
     empty: the strokes are left out)."""
     instead_of: str
-    use: tuple
+    use: tuple[str, ...]
     reason: str
     source: str
 
@@ -35,17 +35,17 @@ class Substitute:
 class Rank:
     rank: str
     suspension: str          # 宫县 | 轩县 | 判县 | 特县
-    sides: tuple             # 县 sides that carry a hung set
+    sides: tuple[str, ...]        # 县 sides that carry a hung set
     shejie_jie: int          # 射节: 天子 9, 诸侯 7, 卿大夫 and 士 5
     shejie_piece: str        # the piece the rank shoots to (礼记·射义)
     in_seeds: bool
     source: str
-    hung: tuple = ()         # of Side
+    hung: tuple[Side, ...] = ()       # of Side
     shejie_source: str = ""
-    substitutes: tuple = ()  # of Substitute that apply to this rank
+    substitutes: tuple[Substitute, ...] = ()  # of Substitute that apply to this rank
 
     @property
-    def instruments(self) -> frozenset:
+    def instruments(self) -> frozenset[str]:
         """Names of every instrument hung on the rank's sides."""
         return frozenset(name for side in self.hung for name in side.instruments)
 
@@ -64,14 +64,14 @@ def _side(f: tomlfile.Fields) -> Side:
                 f.get("source", str))
 
 
-def _substitute(f: tomlfile.Fields) -> tuple:
+def _substitute(f: tomlfile.Fields) -> tuple[tuple[str, ...], Substitute]:
     """(ranks it applies to, Substitute)."""
     f.unknown({"ranks", "instead_of", "use", "reason", "source"})
     return tuple(f.strings("ranks")), Substitute(f.get("instead_of", str), tuple(f.strings("use")),
                                                  f.get("reason", str), f.get("source", str))
 
 
-def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
+def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict[str, Rank]:
     """The ranks of ``path`` (default ceremony/suspension.toml of ``source``), by rank."""
     path = Path(path) if path else source.path("ceremony", "suspension.toml")
     data, text = tomlfile.load(path)

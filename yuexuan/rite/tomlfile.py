@@ -6,14 +6,16 @@ import functools
 import math
 import re
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 from yuexuan.errors import UserError
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
-def load(path: str | Path) -> tuple[dict, str]:
+def load(path: str | Path) -> tuple[dict[str, Any], str]:
     """Parse a TOML file; return (data, text). Syntax errors become :class:`UserError`."""
     path = Path(path)
     try:
@@ -44,7 +46,7 @@ def load(path: str | Path) -> tuple[dict, str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _lines(text: str) -> tuple:
+def _lines(text: str) -> tuple[str, ...]:
     """The lines of a file's text, split once (a pure function, memoised: a cue sheet's text is
     looked up once per table, and re-splitting it each time would be quadratic)."""
     return tuple(text.splitlines())
@@ -61,7 +63,7 @@ def line_of(text: str, key: str, value: str | None = None, start: int = 1) -> in
     return None
 
 
-def table_lines(text: str, header: str) -> list:
+def table_lines(text: str, header: str) -> list[int]:
     """1-based lines of every ``[[header]]`` array-of-tables header, in order (one pass)."""
     target = f"[[{header}]]"
     return [i for i, line in enumerate(_lines(text), start=1) if line.strip() == target]
@@ -82,7 +84,8 @@ def header_line(text: str, header: str) -> int | None:
 class Fields:
     """Typed access to one TOML table with errors naming file, line and key."""
 
-    def __init__(self, data: dict, file: str, text: str, prefix: str, line: int | None = None):
+    def __init__(self, data: dict[str, Any], file: str, text: str, prefix: str,
+                 line: int | None = None) -> None:
         if not isinstance(data, dict):
             raise UserError("expected a table", file=file, line=line, key=prefix)
         self.data, self.file, self.text, self.prefix, self.line = data, file, text, prefix, line
@@ -100,17 +103,18 @@ class Fields:
     def has(self, k: str) -> bool:
         return k in self.data
 
-    def get(self, k: str, kind: type | tuple, default=..., *, choices=None, lo=None, hi=None):
+    def get(self, k: str, kind: type | tuple[type, ...], default: Any = ..., *,
+            choices: Collection[Any] | None = None, lo: float | None = None, hi: float | None = None) -> Any:
         """Value of key ``k``: of ``kind``, in ``choices``, within [lo, hi]; ``default`` if absent."""
         if k not in self.data:
             if default is ...:
                 raise UserError("missing key", file=self.file, line=self.line, key=self._key(k))
             return default
-        v = self.data[k]
+        v: Any = self.data[k]
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if float in kinds and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)
-        if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
+        if (isinstance(v, bool) and bool not in kinds) or not any(isinstance(v, t) for t in kinds):
             names = " or ".join({float: "a number", int: "an integer", str: "a string", bool: "true or false",
                                  list: "an array", dict: "a table"}.get(t, t.__name__) for t in kinds)
             raise self.error(k, f"expected {names}, got {v!r}")
@@ -124,26 +128,27 @@ class Fields:
             raise self.error(k, f"{v!r} is too large; expected at most {hi}")
         return v
 
-    def table(self, k: str, default=...) -> "Fields":
+    def table(self, k: str, default: Any = ...) -> Fields:
         """The table under key ``k`` (a ``[k]`` section at the top level, else an inline table)."""
         line = header_line(self.text, k) if not self.prefix else None
         return Fields(self.get(k, dict, default), self.file, self.text, self._key(k),
                       line or self.line_for(k))
 
-    def tables(self, k: str, default=..., *, limit: int | None = None) -> list:
+    def tables(self, k: str, default: Any = ..., *, limit: int | None = None) -> list[Fields]:
         """The tables of the array under key ``k`` (``[[k]]`` headers at the top level, else an
         inline array of tables), each as Fields named ``k[i]`` with its line; at most ``limit``."""
         items = self.get(k, list, default)
         if limit is not None and len(items) > limit:
             raise self.error(k, f"{len(items)} {k}s; the limit is {limit}")
         if self.prefix:
-            lines = [self.line_for(k)] * len(items) if items else []
+            lines: list[int | None] = [self.line_for(k)] * len(items) if items else []
         else:
-            lines = table_lines(self.text, k)
-        return [Fields(item, self.file, self.text, f"{self._key(k)}[{i}]", lines[i] if i < len(lines) else None)
+            lines = list(table_lines(self.text, k))
+        return [Fields(item, self.file, self.text, f"{self._key(k)}[{i}]",
+                       lines[i] if i < len(lines) else None)
                 for i, item in enumerate(items)]
 
-    def strings(self, k: str) -> tuple:
+    def strings(self, k: str) -> tuple[str, ...]:
         """An array of non-empty strings (names) under key ``k``; () if absent."""
         v = self.get(k, list, None)
         if v is None:
@@ -153,7 +158,7 @@ class Fields:
                 raise self.error(k, f"expected an array of names, got {x!r}")
         return tuple(v)
 
-    def unknown(self, allowed: set) -> None:
+    def unknown(self, allowed: Collection[str]) -> None:
         """Reject keys not in ``allowed`` (catches typos)."""
         for k in self.data:
             if k not in allowed:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from yuexuan.errors import UserError
 
@@ -28,7 +29,7 @@ _ALIASES.update({"大蔟": "太", "大簇": "太", "太蔟": "太", "大吕": "�
                  "黄锺": "黄", "夹锺": "夹", "应锺": "应", "中吕": "仲", "鑮": "黄"})
 
 
-def _sanfen_sunyi() -> tuple:
+def _sanfen_sunyi() -> tuple[Fraction, ...]:
     """The 12 frequency ratios (Fractions in [1, 2)) in ascending 律 order, 三分损益 from 黄钟."""
     ratios = {}
     r = Fraction(1)
@@ -69,7 +70,7 @@ class Pitch:
     def hz(self, huangzhong_hz: float) -> float:
         return float(huangzhong_hz * self.ratio())
 
-    def transpose(self, octaves: int) -> "Pitch":
+    def transpose(self, octaves: int) -> Pitch:
         return Pitch(self.lv, self.octave + octaves)
 
 
@@ -105,13 +106,13 @@ def cents(ratio: float) -> float:
     return 1200.0 * math.log2(float(ratio))
 
 
-def wusheng(gong: str | int) -> dict:
+def wusheng(gong: str | int) -> dict[str, str]:
     """The 五声 with ``gong`` as 宫: {声: 律 one-character name}."""
     g = parse_pitch(gong).lv if isinstance(gong, str) else int(gong) % 12
     return {sheng: LV[(g + step) % 12] for sheng, step in zip(WUSHENG, WUSHENG_STEPS)}
 
 
-def table(huangzhong_hz: float, octave: int = 0) -> list:
+def table(huangzhong_hz: float, octave: int = 0) -> list[dict[str, Any]]:
     """One row per 律 of an octave: name, full name, ratio, Hz, MIDI key, cents offset."""
     rows = []
     for i in range(12):

@@ -9,17 +9,21 @@ facts replaced), ``hou_shift_m`` (moves the callers at the 侯) and ``roster`` (
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
+from yuexuan.rite.cuesheet_records import CueSpec, Pair
+from yuexuan.rite.instruments import Instrument
 from yuexuan.rite.tuning import parse_pitch
 
 CUE_FIELDS = ("piece", "melody", "jie", "intro", "default_seconds", "ends_when")
 FACT_FIELDS = ("position_m", "pitch_set", "count", "suspension")
 
 
-def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict:
+def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict[str, Any]:
     """{variant key: {question, default, options: {name: {source, …effect data}}}} of ``path``
     (default ceremony/variants.toml of ``source``)."""
     path = Path(path) if path else source.path("ceremony", "variants.toml")
@@ -46,18 +50,18 @@ def _check(top: tomlfile.Fields) -> None:
                 facts.table(inst).unknown(set(FACT_FIELDS))
 
 
-def effect(variants: dict, chosen: dict, key: str) -> dict:
+def effect(variants: dict[str, Any], chosen: dict[str, str], key: str) -> dict[str, Any]:
     """The effect table of the option chosen for ``key`` (the default when not chosen)."""
     v = variants[key]
     return v["options"][chosen.get(key, v["default"])]
 
 
-def _chosen_effects(variants: dict, chosen: dict):
+def _chosen_effects(variants: dict[str, Any], chosen: dict[str, str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, effect table) of every variant, in file order."""
     return ((key, effect(variants, chosen, key)) for key in variants)
 
 
-def cue_fields(variants: dict, chosen: dict, cue_id: str) -> dict:
+def cue_fields(variants: dict[str, Any], chosen: dict[str, str], cue_id: str) -> dict[str, Any]:
     """The cue fields (:data:`CUE_FIELDS`) the chosen options set on cue ``cue_id``."""
     out = {}
     for key, eff in _chosen_effects(variants, chosen):
@@ -67,18 +71,19 @@ def cue_fields(variants: dict, chosen: dict, cue_id: str) -> dict:
     return out
 
 
-def apply_to_cue(variants: dict, chosen: dict, spec):
+def apply_to_cue(variants: dict[str, Any], chosen: dict[str, str], spec: CueSpec) -> CueSpec:
     """``spec`` (a CueSpec) with the fields the chosen options set on it."""
     fields = cue_fields(variants, chosen, spec.id)
     return dataclasses.replace(spec, **fields) if fields else spec
 
 
-def dropped_cues(variants: dict, chosen: dict) -> frozenset:
+def dropped_cues(variants: dict[str, Any], chosen: dict[str, str]) -> frozenset[str]:
     """Cue ids the chosen options leave out of the timeline (``drop_cues``)."""
     return frozenset(cid for _, eff in _chosen_effects(variants, chosen) for cid in eff.get("drop_cues", ()))
 
 
-def apply_to_instruments(variants: dict, chosen: dict, insts: dict) -> tuple:
+def apply_to_instruments(variants: dict[str, Any], chosen: dict[str, str],
+                         insts: dict[str, Instrument]) -> tuple[dict[str, Instrument], frozenset[str]]:
     """(instruments with the chosen ``facts`` and ``hou_shift_m`` applied, names of those whose pitch
     set a variant narrowed — they rest on notes outside it). ``insts`` is not changed."""
     out, narrowed = dict(insts), set()
@@ -102,7 +107,8 @@ def apply_to_instruments(variants: dict, chosen: dict, insts: dict) -> tuple:
     return out, frozenset(narrowed)
 
 
-def apply_to_pairs(variants: dict, chosen: dict, pairs: tuple) -> tuple:
+def apply_to_pairs(variants: dict[str, Any], chosen: dict[str, str],
+                   pairs: tuple[Pair, ...]) -> tuple[Pair, ...]:
     """``pairs`` with the ranks the chosen ``roster`` options give their groups."""
     for _, eff in _chosen_effects(variants, chosen):
         ro = eff.get("roster")
