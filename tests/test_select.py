@@ -212,3 +212,19 @@ def test_a_selection_of_another_length_than_the_cues_is_refused(cli, tmp_path, s
     r = cli("compile", cut, "-o", tmp_path / "x.mid")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "selection.closed_s: expected one number per cue (2), got 3" in r.stderr
+
+
+def test_check_reads_a_saved_selection_at_the_ceremonys_seconds(cli, tmp_path, saved, default_cues, root):
+    """A shot log holds the whole ceremony's seconds: check judges it the same against the cue
+    sheet and against a saved --cues selection of the rounds it shoots (with --compact too)."""
+    shots = root / "tests" / "data" / "shots_example.csv"
+    whole = cli("check", default_cues, shots, "--format", "csv")
+    assert whole.returncode == 0, whole.stderr
+    rounds = "round2_sanou,round2_rest,lishou"
+    for extra in ((), ("--compact",)):
+        cut = tmp_path / f"cut{len(extra)}.json"
+        assert cli("compile", saved, "--cues", rounds, *extra, "-o", tmp_path / "c.mid",
+                   "--timeline", cut).returncode == 0
+        r = cli("check", cut, shots, "--format", "csv")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == whole.stdout and r.stderr == whole.stderr

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from yuexuan import timeline, timeline_schema
 from yuexuan.compiler import compile_file
-from yuexuan.timeline import Beat, Ceremony, Cue, Note, from_dict, to_dict
+from yuexuan.timeline import Beat, Ceremony, Cue, Note, Selection, from_dict, to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "tests" / "data" / "shots_example.csv"
@@ -49,14 +49,15 @@ def test_the_schema_is_a_valid_draft_2020_12_schema(schema):
 def test_a_compiled_timeline_validates(schema, default_timeline):
     doc = json.loads(json.dumps(to_dict(default_timeline)))
     jsonschema.Draft202012Validator(schema).validate(doc)       # plain jsonschema, no project code
-    assert doc["schema"] == 2 and all(c["beat_s"] > 0 for c in doc["cues"])
+    assert doc["schema"] == 3 and all(c["beat_s"] > 0 for c in doc["cues"])
     assert to_dict(from_dict(doc)) == doc
 
 
 def test_the_schema_describes_the_dataclasses(schema):
     """Every record field is in the schema and nothing else; the schema's defaults are the
     dataclasses' (so a field added later as optional reads old files the same way)."""
-    for cls, name in ((Ceremony, "ceremony"), (Cue, "cue"), (Note, "note"), (Beat, "beat")):
+    for cls, name in ((Ceremony, "ceremony"), (Cue, "cue"), (Note, "note"), (Beat, "beat"),
+                      (Selection, "selection")):
         node = schema["$defs"][name]
         assert node["additionalProperties"] is False
         fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -120,7 +121,7 @@ def test_nan_and_infinity_are_refused(small, tmp_path, cli):
         assert where in r.stderr and "finite" in r.stderr and str(path) in r.stderr
 
 
-@pytest.mark.parametrize("version", [1, None, 3])
+@pytest.mark.parametrize("version", [1, 2, None, 4])
 def test_another_schema_number_is_one_line_telling_to_recompile(small, tmp_path, cli, version):
     doc = copy.deepcopy(small)
     if version is None:
@@ -133,8 +134,8 @@ def test_another_schema_number_is_one_line_telling_to_recompile(small, tmp_path,
     assert r.returncode == 2 and r.stdout == "", r
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert str(old) in r.stderr and "recompile" in r.stderr and "yuexuan compile" in r.stderr
-    if version == 1:
-        assert "schema 1 is no longer read" in r.stderr
+    if version in (1, 2):
+        assert f"schema {version} is no longer read" in r.stderr
 
 
 def test_a_hand_built_dict_with_numpy_numbers_is_read(small):
@@ -181,4 +182,4 @@ def test_the_fast_check_agrees_with_jsonschema(small, data):
 
 
 def test_to_dict_writes_the_schema_number():
-    assert timeline.SCHEMA_VERSION == 2 == timeline_schema.SCHEMA_VERSION
+    assert timeline.SCHEMA_VERSION == 3 == timeline_schema.SCHEMA_VERSION

@@ -70,7 +70,7 @@ def _check_build(out: Path, stem: str = "dashe") -> None:
     midi = mido.MidiFile(out / f"{stem}.mid")
     assert midi.type == 1 and sum(m.type == "note_on" and m.velocity > 0 for t in midi.tracks for m in t) > 1000
     timeline = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
-    assert timeline["schema"] == 2 and len(timeline["cues"]) == N_CUES
+    assert timeline["schema"] == 3 and len(timeline["cues"]) == N_CUES
     info = sf.info(str(out / f"{stem}.flac"))
     assert info.format == "FLAC" and info.channels == 2
     assert abs(info.duration - midi.length) < 30 and info.duration > 1000     # the whole rite, s

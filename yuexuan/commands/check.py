@@ -16,6 +16,7 @@ from yuexuan.scoring import ownjie, report, rules, shiho
 from yuexuan.scoring.shots import read_shots
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
+from yuexuan.timeline import at_ceremony_times
 
 
 def add_arguments(p) -> None:
@@ -55,7 +56,8 @@ def run(args) -> int:
     offset = _finite("--offset", args.offset)
     shots = read_shots(args.shots)          # the cheap check first
     source = data_source(args)
-    timeline = read_timeline(args.cues, "check", source=source)
+    # a shot log's times are the whole ceremony's: a saved --cues selection is put back there
+    timeline = at_ceremony_times(read_timeline(args.cues, "check", source=source))
     judging = rules.rules_from_args(args, timeline, source)    # the same as play's live judge
     plan, cue_ids, settings = judging.plan_s, judging.cue_ids, judging.settings
     drum = alignment = found = None
