@@ -19,9 +19,11 @@ import csv
 import gc
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,12 +48,12 @@ class Columns:
     """
 
     path: str
-    values: dict
+    values: dict[str, list[str]]
     lines: np.ndarray          # int64
-    warnings: tuple = ()       # e.g. a last line cut short, left out
+    warnings: tuple[str, ...] = ()     # e.g. a last line cut short, left out
 
 
-def field_error(path, line: int | None, row: int | None, column: str | None,
+def field_error(path: str | Path, line: int | None, row: int | None, column: str | None,
                 message: str) -> UserError:
     """The error for one field: ``FILE:LINE: COLUMN: row ROW: message`` (row 1 = first shot)."""
     where = f"row {row}: " if row else ""
@@ -63,7 +65,7 @@ def read_text(path: Path) -> str:
     return read_log_text(path)[0]
 
 
-def _cut_short(path, line: int) -> str:
+def _cut_short(path: str | Path, line: int) -> str:
     """The warning for a last line (1-based ``line``) cut short, left out."""
     return f"{path}:{line}: the last line is cut short (a crash while it was written?): left out"
 
@@ -108,7 +110,7 @@ def read_log_text(path: Path) -> tuple[str, str | None]:
                         line=raw.count(b"\n", 0, exc.start) + 1) from None
 
 
-def _header_index(path: Path, header: list) -> dict:
+def _header_index(path: Path, header: list[str]) -> dict[str, int]:
     """Column name → position in the row, for the names of :data:`FIELDS` (case and blanks
     ignored; other columns are left out)."""
     index = {}
@@ -129,7 +131,7 @@ def _header_index(path: Path, header: list) -> dict:
 
 
 @contextlib.contextmanager
-def _cyclic_gc_paused():
+def _cyclic_gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector (restored after). Reading a log keeps one list a
     row alive at once — lists of strings, never cycles — and the collector's passes over them
     took about three times as long as the reading itself (bench/bench_check.py)."""
@@ -142,11 +144,11 @@ def _cyclic_gc_paused():
             gc.enable()
 
 
-def _is_blank(row: list) -> bool:
+def _is_blank(row: list[str]) -> bool:
     return not row or (len(row) == 1 and not row[0].strip())
 
 
-def _line_numbers(text: str) -> list:
+def _line_numbers(text: str) -> list[int]:
     """The 1-based line on which each row after the header ends (rows may span lines)."""
     reader = csv.reader(io.StringIO(text, newline=""))
     next(reader, None)
@@ -165,7 +167,7 @@ def read_csv(path: Path, text: str) -> Columns:
             lines = np.arange(2, len(rows) + 2, dtype=np.int64)
         else:                                            # a quoted field held a line break
             lines = np.array(_line_numbers(text), dtype=np.int64)
-        warnings = ()
+        warnings: tuple[str, ...] = ()
         if (rows and not text.endswith(("\n", "\r")) and len(rows[-1]) < ncol
                 and not _is_blank(rows[-1])):               # cut short by a crash
             warnings = (_cut_short(path, int(lines[-1])),)
@@ -192,7 +194,7 @@ def read_csv(path: Path, text: str) -> Columns:
     return Columns(str(path), values, lines, warnings)
 
 
-def _json_value(path, line: int, row: int, name: str, value) -> str:
+def _json_value(path: str | Path, line: int, row: int, name: str, value: Any) -> str:
     """A JSON field as the text a CSV would hold (numbers for time and round, null for empty)."""
     if name == "time":
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -216,9 +218,9 @@ def _json_value(path, line: int, row: int, name: str, value) -> str:
 def read_jsonl(path: Path, text: str) -> Columns:
     """One JSON object a line (lines end at ``\n``; blank lines skipped), each with the fields of
     :data:`REQUIRED`."""
-    values = {name: [] for name in FIELDS}
-    lines = []
-    warnings = ()
+    values: dict[str, list[str]] = {name: [] for name in FIELDS}
+    lines: list[int] = []
+    warnings: tuple[str, ...] = ()
     split = text.split("\n")
     for lineno, line in enumerate(split, start=1):
         if not line.strip():
@@ -267,5 +269,5 @@ def read_columns(path: str | Path) -> Columns:
     text, cut = read_log_text(path)
     columns = read_jsonl(path, text) if is_jsonl(path, text) else read_csv(path, text)
     if cut:
-        columns = Columns(columns.path, columns.values, columns.lines, (cut,) + columns.warnings)
+        columns = Columns(columns.path, columns.values, columns.lines, (cut, *columns.warnings))
     return columns

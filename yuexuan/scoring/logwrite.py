@@ -23,9 +23,10 @@ import csv
 import io
 import os
 import tempfile
+from typing import Any
 
-from yuexuan.scoring import report
 from yuexuan.errors import UserError
+from yuexuan.scoring import report
 
 COLUMNS = report.fields_out(None)
 
@@ -39,7 +40,7 @@ def _header_line() -> bytes:
 HEADER = _header_line()
 
 
-def _cell(value):
+def _cell(value: Any) -> Any:
     """A value as ``check --format csv`` writes it: empty for None, true/false for booleans."""
     return "" if value is None else report._csv_cell(value)
 
@@ -47,7 +48,7 @@ def _cell(value):
 class ShotLogWriter:
     """Appends judged rows (dicts of :data:`COLUMNS`) to ``path``, each fsynced."""
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = str(path)
         self.repaired: str | None = None          # what opening the file changed, if anything
         try:
@@ -94,14 +95,14 @@ class ShotLogWriter:
             view = view[os.write(self._fd, view):]
         os.fsync(self._fd)
 
-    def write(self, row: dict) -> None:
+    def write(self, row: dict[str, Any]) -> None:
         """Append one row and return once it is on disk (fsync)."""
         self._buf.seek(0)
         self._buf.truncate()
         self._csv.writerow([_cell(row.get(name)) for name in COLUMNS])
         self._append(self._buf.getvalue().encode("utf-8"))
 
-    def rewrite(self, rows: list) -> None:
+    def rewrite(self, rows: list[dict[str, Any]]) -> None:
         """Replace the log by the header and ``rows`` (every shot, latest verdicts), atomically."""
         folder = os.path.dirname(os.path.abspath(self.path))
         buf = io.StringIO()
@@ -132,8 +133,8 @@ class ShotLogWriter:
             os.close(self._fd)
             self._fd = -1
 
-    def __enter__(self):
+    def __enter__(self) -> ShotLogWriter:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

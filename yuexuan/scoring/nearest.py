@@ -10,9 +10,10 @@ be a 1-D, finite, ascending array.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 
-def validated_strokes(strokes_s) -> np.ndarray:
+def validated_strokes(strokes_s: npt.ArrayLike) -> np.ndarray:
     """``strokes_s`` as float64 seconds; ValueError unless it is 1-D, non-empty, finite and
     ascending (equal neighbours allowed)."""
     strokes = np.asarray(strokes_s, dtype=np.float64)
@@ -25,7 +26,7 @@ def validated_strokes(strokes_s) -> np.ndarray:
     return strokes
 
 
-def nearest(times_s, strokes_s) -> tuple[np.ndarray, np.ndarray]:
+def nearest(times_s: npt.ArrayLike, strokes_s: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """For each of ``times_s`` (seconds, any shape), the index of the nearest of ``strokes_s``
     (seconds, ascending, non-empty: :func:`validated_strokes`) and the offset time − stroke (s).
 

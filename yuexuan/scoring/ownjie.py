@@ -8,19 +8,36 @@ arrow n (:class:`yuexuan.timeline.Beat` ``archer``/``arrow``), and only that str
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shiho import arrow_numbers
+from yuexuan.timeline import Beat
 
 
-def own_strokes(beats, cue_ids, round_, archers: list, time_s) -> np.ndarray:
+class Matched(Protocol):
+    """What :func:`live_strokes` reads of a stroke alignment (``check``'s drum ``Alignment``)."""
+
+    @property
+    def live_s(self) -> np.ndarray: ...
+    @property
+    def plan_index(self) -> np.ndarray: ...
+    @property
+    def live_index(self) -> np.ndarray: ...
+
+
+def own_strokes(beats: Iterable[Beat], cue_ids: Iterable[str], round_: npt.ArrayLike, archers: Sequence[str],
+                time_s: npt.ArrayLike) -> np.ndarray:
     """The planned stroke (timeline s) bound to each shot: the shooting Beat of one of ``cue_ids``
     whose ``archer`` is the shot's archer and whose ``arrow`` is the shot's number among that
     archer's shots of the round (:func:`~yuexuan.scoring.shiho.arrow_numbers`); NaN where the
     timeline has none (an archer not in the roster, a fifth arrow) or outside round 3."""
     wanted = set(cue_ids)
-    bound = {}
+    bound: dict[tuple[str, int | None], float] = {}
     for b in beats:                                     # a few hundred strokes: a dict is enough
         if b.shoot and b.cue in wanted and b.archer is not None:
             bound.setdefault((b.archer, b.arrow), b.time)
@@ -31,7 +48,7 @@ def own_strokes(beats, cue_ids, round_, archers: list, time_s) -> np.ndarray:
     return out
 
 
-def live_strokes(planned_s: np.ndarray, plan: np.ndarray, alignment) -> np.ndarray:
+def live_strokes(planned_s: np.ndarray, plan: np.ndarray, alignment: Matched) -> np.ndarray:
     """``planned_s`` (strokes of ``plan``, timeline s) moved to the live stroke matched to each
     (``--beats-from``); NaN where the drummer's stroke was not found."""
     live_of_plan = np.full(len(plan), np.nan)

@@ -13,11 +13,13 @@ import csv
 import io
 import json
 import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from yuexuan.scoring import shiho
 from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
+from yuexuan.scoring import shiho
 from yuexuan.scoring.shots import Shots
 
 FIELDS_OUT = ("time", "archer", "rank", "role", "target", "result", "pair", "round",
@@ -27,23 +29,32 @@ STROKE_FIELDS = ("planned_s", "heard_s", "confidence")  # --beats-out
 DECIMALS = 6                      # times and offsets rounded to the microsecond
 
 
-def _names(codes: np.ndarray, names) -> list:
+class Evidence(Protocol):
+    """What the verdicts show of a recording's evidence (``check``'s ``ShotEvidence``), per shot."""
+
+    @property
+    def stroke_confidence(self) -> np.ndarray: ...
+    @property
+    def uncertain(self) -> np.ndarray: ...
+
+
+def _names(codes: np.ndarray, names: Sequence[str]) -> list[str | None]:
     """The name of each index (None for −1)."""
-    table = np.array(list(names) + [None], dtype=object)
+    table = np.array([*names, None], dtype=object)
     return table[np.where(codes < 0, len(names), codes)].tolist()
 
 
-def _seconds(a: np.ndarray) -> list:
+def _seconds(a: np.ndarray) -> list[float | None]:
     """Seconds rounded to :data:`DECIMALS` as floats, None for NaN."""
     return [None if x != x else x for x in np.round(a, DECIMALS).tolist()]
 
 
-def fields_out(evidence) -> tuple:
+def fields_out(evidence: Evidence | None) -> tuple[str, ...]:
     """The output columns: :data:`FIELDS_OUT`, and :data:`EVIDENCE_FIELDS` with a recording."""
     return FIELDS_OUT + (EVIDENCE_FIELDS if evidence is not None else ())
 
 
-def shot_columns(shots: Shots, v: shiho.Verdict, evidence=None) -> list:
+def shot_columns(shots: Shots, v: shiho.Verdict, evidence: Evidence | None = None) -> list[list[Any]]:
     """The fields of :func:`fields_out` as columns of Python values, one a shot; None is null.
 
     ``on_beat`` is None outside round 3 (no drum there). ``evidence`` is a
@@ -63,14 +74,15 @@ def shot_columns(shots: Shots, v: shiho.Verdict, evidence=None) -> list:
         shots.round.tolist(),
         _seconds(v.nearest_beat),
         _seconds(v.offset_s),
-        np.where(r3, v.on_beat, None).tolist(),
+        np.where(r3, v.on_beat, np.array(None, dtype=object)).tolist(),
         v.released.tolist(),
         _names(v.reason, shiho.REASONS),
-    ] + more
+        *more,
+    ]
 
 
-def render_json(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None,
-                warnings: list = (), evidence=None) -> str:
+def render_json(shots: Shots, v: shiho.Verdict, settings: dict[str, Any], drum: dict[str, Any] | None,
+                warnings: Sequence[str] = (), evidence: Evidence | None = None) -> str:
     """``{"shots": [...], "tallies": [...], "settings": {...}, "rules": {...}, "warnings": [...],
     "drum": {...}}``; ``drum`` only when the beats came from a recording."""
     records = [dict(zip(fields_out(evidence), row))
@@ -82,12 +94,12 @@ def render_json(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | Non
     return json.dumps(doc, ensure_ascii=False) + "\n"
 
 
-def _csv_cell(value):
+def _csv_cell(value: Any) -> Any:
     """JSON's words for booleans (true, false); None is an empty cell."""
     return ("false", "true")[value] if isinstance(value, bool) else value
 
 
-def render_csv(shots: Shots, v: shiho.Verdict, evidence=None) -> str:
+def render_csv(shots: Shots, v: shiho.Verdict, evidence: Evidence | None = None) -> str:
     """A header row, then one row per shot (:func:`fields_out`); empty cells for null, CRLF
     line ends."""
     names = fields_out(evidence)
@@ -103,7 +115,7 @@ def render_csv(shots: Shots, v: shiho.Verdict, evidence=None) -> str:
     return buf.getvalue()
 
 
-def render_strokes_csv(rows: list) -> str:
+def render_strokes_csv(rows: Iterable[Sequence[float | None]]) -> str:
     """``--beats-out``: a header (:data:`STROKE_FIELDS`), then one row per planned stroke and per
     extra stroke heard (:class:`yuexuan.check.evidence.StrokeRow`), in time order; an empty
     ``heard_s`` for a planned stroke not heard, an empty ``planned_s`` for an extra one."""
@@ -114,7 +126,7 @@ def render_strokes_csv(rows: list) -> str:
     return buf.getvalue()
 
 
-def uncertain_line(evidence, threshold: float) -> str | None:
+def uncertain_line(evidence: Evidence, threshold: float) -> str | None:
     """One line naming the rows (1-based) whose verdict is uncertain, or None."""
     rows = (np.flatnonzero(evidence.uncertain) + 1).tolist()
     if not rows:
@@ -124,13 +136,13 @@ def uncertain_line(evidence, threshold: float) -> str | None:
             f"(--beats-out, --plot)")
 
 
-def tally_lines(v: shiho.Verdict) -> list:
+def tally_lines(v: shiho.Verdict) -> list[str]:
     """Each scored round's 算 and announcement, one line a round."""
     return [f"round {t['round']}: 右 {t['右']} 算, 左 {t['左']} 算 — {t['announcement']}"
             for t in v.tallies]
 
 
-def drum_summary(d: dict) -> str:
+def drum_summary(d: dict[str, Any]) -> str:
     """One line on the live drum (``--beats-from``): strokes, start, tempo and drift."""
     if not d.get("matched"):
         return f"drum: {d['strokes_detected']} strokes detected, none matched the plan"
@@ -141,7 +153,7 @@ def drum_summary(d: dict) -> str:
             f"max |{1000 * d['drift_max_abs_s']:.0f}| ms")
 
 
-def _evidence_cells(evidence, i: int) -> tuple:
+def _evidence_cells(evidence: Evidence, i: int) -> tuple[str, str]:
     c = evidence.stroke_confidence[i]
     return ("" if c != c else f"{c:.2f}", "?" if evidence.uncertain[i] else "")
 
@@ -156,8 +168,8 @@ def _pad(s: str, w: int, right: bool = False) -> str:
     return fill + s if right else s + fill
 
 
-def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | None,
-                 warnings: list = (), evidence=None) -> str:
+def render_table(shots: Shots, v: shiho.Verdict, settings: dict[str, Any], drum: dict[str, Any] | None,
+                 warnings: Sequence[str] = (), evidence: Evidence | None = None) -> str:
     """A table for people: one line a shot, then the settings and each round's 算 and
     announcement. With ``evidence``, two more columns: the stroke's confidence and ``?`` for an
     uncertain verdict."""
@@ -188,8 +200,8 @@ def render_table(shots: Shots, v: shiho.Verdict, settings: dict, drum: dict | No
                   else ""))
     if drum:
         out.append(drum_summary(drum))
-    if evidence is not None and drum and uncertain_line(evidence, drum["confidence_threshold"]):
-        out.append(uncertain_line(evidence, drum["confidence_threshold"]))
+    if evidence is not None and drum and (line := uncertain_line(evidence, drum["confidence_threshold"])):
+        out.append(line)
     out.extend(f"warning: {w}" for w in warnings)
     out.extend(tally_lines(v))
     if not v.tallies:

@@ -9,11 +9,11 @@ Pairs are numbered by first appearance, as the reader numbers them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from yuexuan.scoring import report
-
-from yuexuan.scoring import shiho
+from yuexuan.scoring import report, shiho
 from yuexuan.scoring.logread import FIELDS, Columns
 from yuexuan.scoring.shots import Shots, shots_from_columns
 
@@ -24,19 +24,19 @@ CODED = ("time", "rank", "role", "target", "result", "round")
 class ShotColumns:
     """The rows so far as text (shot-log fields) and as codes."""
 
-    def __init__(self):
-        self.text: list = []                       # each row: {field: text}
-        self._codes = {name: [] for name in CODED}
-        self._archers: list = []
-        self._pairs: list = []                     # index into _pair_names, −1 for none
-        self._pair_names: list = []
-        self._pair_index: dict = {}
+    def __init__(self) -> None:
+        self.text: list[dict[str, str]] = []                       # each row: {field: text}
+        self._codes: dict[str, list[Any]] = {name: [] for name in CODED}
+        self._archers: list[str] = []
+        self._pairs: list[int] = []                     # index into _pair_names, −1 for none
+        self._pair_names: list[str] = []
+        self._pair_index: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self.text)
 
     @staticmethod
-    def check(row: dict) -> Shots:
+    def check(row: dict[str, str]) -> Shots:
         """``row`` ({field: text}) validated alone, as a one-row Shots; a mistake raises
         :class:`~yuexuan.errors.UserError` naming its column."""
         return shots_from_columns(Columns(LIVE_PATH, {k: [row[k]] for k in FIELDS},
@@ -51,7 +51,7 @@ class ShotColumns:
             self._pair_names.append(name)
         return self._pair_index[name]
 
-    def append(self, row: dict) -> None:
+    def append(self, row: dict[str, str]) -> None:
         """Add a row ({field: text}); raises :class:`UserError` (nothing kept) when invalid."""
         one = self.check(row)
         self.text.append(dict(row))
@@ -60,7 +60,7 @@ class ShotColumns:
         self._archers.append(one.archers[0])
         self._pairs.append(self._pair_code(one))
 
-    def replace(self, i: int, row: dict) -> None:
+    def replace(self, i: int, row: dict[str, str]) -> None:
         """Row ``i`` becomes ``row`` (same archer, pair and time: a corrected result/target)."""
         one = self.check(row)
         self.text[i] = dict(row)
@@ -82,7 +82,7 @@ class ShotColumns:
                      np.array(c["round"], dtype=np.int8), np.arange(1, n + 1, dtype=np.int64))
 
 
-def row_at(shots: Shots, verdict: shiho.Verdict, i: int) -> dict:
+def row_at(shots: Shots, verdict: shiho.Verdict, i: int) -> dict[str, Any]:
     """Row ``i`` as ``check --format csv`` gives it (report.shot_columns on that row alone)."""
     k = slice(i, i + 1)
     one = Shots(shots.path, shots.time[k], shots.archers[k], shots.rank[k], shots.role[k],

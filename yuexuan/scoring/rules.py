@@ -10,22 +10,24 @@ of the 射节 cue(s) and, for ``--own-jie``, the stroke each arrow is bound to. 
 
 from __future__ import annotations
 
+import argparse
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from yuexuan.scoring import ownjie
-
-from yuexuan.scoring import shiho
+from yuexuan.data import DataSource
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
-from yuexuan.timeline import chosen_cues
+from yuexuan.scoring import ownjie, shiho
+from yuexuan.timeline import Beat, Timeline, chosen_cues
 
 DEFAULT_TOLERANCE_S = shiho.Settings().tolerance_s
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     """The judging options (same names and meaning in ``check`` and ``play``)."""
     p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE_S, metavar="SECONDS",
                    help=f"round 3: a shot meets the drum within ± this of a 建鼓 stroke "
@@ -41,14 +43,14 @@ def add_arguments(p) -> None:
                         "「皆四节拾将乘矢」) instead of any stroke of the 射节 (default)")
 
 
-def finite_seconds(name: str, value) -> float:
+def finite_seconds(name: str, value: float | None) -> float:
     """``value`` as float seconds; a :class:`UserError` naming ``name`` when not finite."""
     if value is None or not math.isfinite(value):
         raise UserError(f"{name} must be a finite number of seconds, not {value}")
     return float(value)
 
 
-def tolerance_of(value) -> float:
+def tolerance_of(value: float | None) -> float:
     """``--tolerance`` checked: finite and ≥ 0 seconds."""
     tolerance_s = finite_seconds("--tolerance", value)
     if tolerance_s < 0:
@@ -56,7 +58,7 @@ def tolerance_of(value) -> float:
     return tolerance_s
 
 
-def shejie_beats(timeline, cue: str | None) -> tuple[np.ndarray, list]:
+def shejie_beats(timeline: Timeline, cue: str | None) -> tuple[np.ndarray, list[str]]:
     """The planned 建鼓 strokes (timeline s, ascending) of the 射节 cue(s), and the cue ids."""
     if cue is not None:
         ids = [c.id for c in chosen_cues(timeline, [cue], key="--cue")]
@@ -73,11 +75,12 @@ class Rules:
 
     settings: shiho.Settings
     plan_s: np.ndarray        # planned 建鼓 strokes of the 射节 cue(s), timeline s, ascending
-    cue_ids: list             # the 射节 cue ids whose strokes count
+    cue_ids: list[str]          # the 射节 cue ids whose strokes count
     own_jie: bool             # --own-jie: each arrow on its own 节's stroke
-    timeline_beats: tuple     # the timeline's Beat records (for --own-jie)
+    timeline_beats: tuple[Beat, ...]  # the timeline's Beat records (for --own-jie)
 
-    def bound_strokes(self, round_, archers: list, time_s):
+    def bound_strokes(self, round_: npt.ArrayLike, archers: Sequence[str],
+                      time_s: npt.ArrayLike) -> np.ndarray | None:
         """--own-jie: the planned stroke bound to each shot (timeline s, NaN where none); None
         without --own-jie (then the nearest stroke of :attr:`plan_s` counts)."""
         if not self.own_jie:
@@ -85,7 +88,7 @@ class Rules:
         return ownjie.own_strokes(self.timeline_beats, self.cue_ids, round_, archers, time_s)
 
 
-def rules_for(timeline, source, tolerance_s: float = DEFAULT_TOLERANCE_S,
+def rules_for(timeline: Timeline, source: DataSource, tolerance_s: float = DEFAULT_TOLERANCE_S,
               strict_gong: bool = False, own_jie: bool = False, cue: str | None = None) -> Rules:
     """The rules for ``timeline`` (its cue sheet's variants read from ``source``) and the options."""
     tolerance_s = tolerance_of(tolerance_s)
@@ -100,6 +103,6 @@ def rules_for(timeline, source, tolerance_s: float = DEFAULT_TOLERANCE_S,
     return Rules(settings, plan, cue_ids, bool(own_jie), tuple(timeline.beats))
 
 
-def rules_from_args(args, timeline, source) -> Rules:
+def rules_from_args(args: argparse.Namespace, timeline: Timeline, source: DataSource) -> Rules:
     """:func:`rules_for` with the options of :func:`add_arguments`."""
     return rules_for(timeline, source, args.tolerance, args.strict_gong, args.own_jie, args.cue)

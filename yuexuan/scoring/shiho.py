@@ -7,9 +7,12 @@ Each rule quotes the sentence of the text it applies (仪礼·大射仪, seed [0
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.rite.vocabulary import ARCHER_RANKS
 from yuexuan.scoring.nearest import nearest
@@ -92,7 +95,8 @@ def on_beat(offset_s: np.ndarray, tolerance_s: float) -> np.ndarray:
 
 
 def decide(round_: np.ndarray, rank: np.ndarray, target: np.ndarray, result: np.ndarray,
-           must_hit: np.ndarray, beat_ok: np.ndarray, settings: Settings = Settings()):
+           must_hit: np.ndarray, beat_ok: np.ndarray,
+           settings: Settings = Settings()) -> tuple[np.ndarray, np.ndarray]:
     """Apply the 释获 rules to every shot at once.
 
     ``must_hit`` is :func:`hou_of_pairs`; ``beat_ok`` is whether the shot met a 建鼓 stroke
@@ -102,7 +106,8 @@ def decide(round_: np.ndarray, rank: np.ndarray, target: np.ndarray, result: np.
     1. not a hit (result 不中) → 不中.
     2. round 1 → 获而未释获: 「获而未释获」.
     3. the 公: 「唯公所中，中三侯皆获」 and 「中离维纲，扬触，梱复，公则释获」 — every hit is
-       released (his 着侯 only when ``settings.gong_outside_hu``, O21, else 不贯不释); in round 3 off the drum he is exempt, 「不以乐志」, unless
+       released (his 着侯 only when ``settings.gong_outside_hu``, O21, else 不贯不释); in round 3
+       off the drum he is exempt, 「不以乐志」, unless
        ``settings.gong_exempt`` is False, then 不鼓不释.
     4. round 3, off the drum → 不鼓不释: 「不鼓不释」.
     5. a 侯 not the archer's (or the senior partner's) → 非其侯: 「射者非其侯，中之不获」.
@@ -158,7 +163,8 @@ def chinese_number(n: int) -> str:
                 zero = True
         return "".join(out)
 
-    parts, unit_index = [], 0
+    parts: list[str] = []
+    unit_index = 0
     units = ("", "万", "亿", "兆")
     groups = []
     while n:
@@ -198,7 +204,7 @@ def announcement(right: int, left: int) -> tuple[str | None, int, int, str]:
     return winner, chun, qi, text
 
 
-def tallies(round_: np.ndarray, role: np.ndarray, released: np.ndarray) -> list[dict]:
+def tallies(round_: np.ndarray, role: np.ndarray, released: np.ndarray) -> list[dict[str, Any]]:
     """Per scored round present (2, 3): 算 on the 右 (上射) and the 左 (下射), and the announcement.
 
     「上射于右，下射于左」. Round 1 releases nothing (「获而未释获」) and is not announced.
@@ -230,10 +236,11 @@ class Verdict:
     on_beat: np.ndarray       # bool; only meaningful in round 3
     released: np.ndarray      # bool
     reason: np.ndarray        # int8 index into REASONS
-    tallies: list
+    tallies: list[dict[str, Any]]
 
 
-def huo_called(rank, target, result, pair, settings: Settings = Settings()) -> np.ndarray:
+def huo_called(rank: np.ndarray, target: np.ndarray, result: np.ndarray, pair: np.ndarray,
+               settings: Settings = Settings()) -> np.ndarray:
     """Whether the 获者 calls 获 after each shot: the rules of :func:`decide` without the round-1
     and the drum rules (the 获者 at the 侯 calls the hit; whether a 算 is laid is the 释获者's).
 
@@ -246,13 +253,13 @@ def huo_called(rank, target, result, pair, settings: Settings = Settings()) -> n
     return released
 
 
-def _archer_round_key(round_, archers: list) -> np.ndarray:
+def _archer_round_key(round_: npt.ArrayLike, archers: Sequence[str]) -> np.ndarray:
     """One int64 per shot, equal for the shots of one archer in one round."""
     _, who = np.unique(np.array(archers, dtype=object).astype(str), return_inverse=True)
     return who.astype(np.int64) * 4 + np.asarray(round_)
 
 
-def arrow_numbers(round_, archers: list, time_s) -> np.ndarray:
+def arrow_numbers(round_: npt.ArrayLike, archers: Sequence[str], time_s: npt.ArrayLike) -> np.ndarray:
     """Each shot's number among its archer's shots of its round (1-based, in time order; equal
     times in input order)."""
     key = _archer_round_key(round_, archers)
@@ -265,7 +272,7 @@ def arrow_numbers(round_, archers: list, time_s) -> np.ndarray:
     return numbers
 
 
-def over_four(round_, archers: list) -> list[tuple]:
+def over_four(round_: npt.ArrayLike, archers: Sequence[str]) -> list[tuple[int, str, int]]:
     """(round, archer, arrows) for every archer who looses more than 乘矢 (four arrows) in a round,
     in order of first appearance."""
     if not len(archers):
@@ -278,8 +285,10 @@ def over_four(round_, archers: list) -> list[tuple]:
     return [(int(rounds[i]), archers[i], by_first[i]) for i in many.tolist()]
 
 
-def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s: float = 0.0,
-             settings: Settings = Settings(), bound_s=None) -> Verdict:
+def evaluate(round_: npt.ArrayLike, rank: np.ndarray, role: np.ndarray, target: np.ndarray,
+             result: np.ndarray, pair: np.ndarray, time_s: npt.ArrayLike, beats_s: npt.ArrayLike,
+             offset_s: float = 0.0,
+             settings: Settings = Settings(), bound_s: npt.ArrayLike | None = None) -> Verdict:
     """All the rules for a whole shot log: nearest beats for round 3, the verdicts, the tallies.
 
     ``time_s`` is on the log's clock; ``offset_s`` moves it onto the timeline's
@@ -306,8 +315,8 @@ def evaluate(round_, rank, role, target, result, pair, time_s, beats_s, offset_s
     return Verdict(clock, beat, off, ok, released, reason, tallies(round_, role, released))
 
 
-def evaluate_shots(shots: Shots, beats_s, offset_s: float = 0.0,
-                   settings: Settings = Settings(), bound_s=None) -> Verdict:
+def evaluate_shots(shots: Shots, beats_s: npt.ArrayLike, offset_s: float = 0.0,
+                   settings: Settings = Settings(), bound_s: npt.ArrayLike | None = None) -> Verdict:
     """:func:`evaluate` on a :class:`yuexuan.scoring.shots.Shots`."""
     return evaluate(shots.round, shots.rank, shots.role, shots.target, shots.result, shots.pair,
                     shots.time, beats_s, offset_s, settings, bound_s)

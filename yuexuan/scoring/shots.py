@@ -12,14 +12,16 @@ naming the file, the line, the row and the column.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
-from yuexuan.scoring.logread import FIELDS, OPTIONAL, REQUIRED, Columns, field_error, read_columns
 from yuexuan.errors import UserError
 from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ROLES, TARGETS
+from yuexuan.scoring.logread import FIELDS, OPTIONAL, REQUIRED, Columns, field_error, read_columns
 
 MISS = RESULTS.index("不中")
 MISS_CODES = tuple(RESULTS.index(r) for r in MISS_RESULTS)
@@ -34,22 +36,23 @@ class Shots:
 
     Category columns hold indices into the tuples of :mod:`yuexuan.rite.vocabulary`:
     ``ARCHER_RANKS``, ``ROLES``, ``TARGETS`` (−1 = no target, a miss) and ``RESULTS``; ``pair``
-    indexes ``pair_names`` (in order of first appearance; −1 = none given). ``archers`` holds each row's name (no rule groups by it).
+    indexes ``pair_names`` (in order of first appearance; −1 = none given). ``archers`` holds each
+    row's name (no rule groups by it).
     ``lines`` gives each row's 1-based line in the file.
     """
 
     path: str
     time: np.ndarray          # float64, seconds, as read (before any clock offset)
-    archers: list             # str, the archer's name (blanks trimmed)
+    archers: list[str]        # str, the archer's name (blanks trimmed)
     rank: np.ndarray          # int8 index into ARCHER_RANKS
     role: np.ndarray          # int8 index into ROLES
     target: np.ndarray        # int8 index into TARGETS, -1 for none
     result: np.ndarray        # int8 index into RESULTS
     pair: np.ndarray          # int32 index into pair_names, -1 for none
-    pair_names: list
+    pair_names: list[str]
     round: np.ndarray         # int8, 1..3
     lines: np.ndarray         # int64, 1-based line of each row
-    warnings: tuple = ()      # from reading the file (a last line cut short, left out)
+    warnings: tuple[str, ...] = ()      # from reading the file (a last line cut short, left out)
 
     def __len__(self) -> int:
         return len(self.time)
@@ -60,7 +63,7 @@ def is_miss(result: np.ndarray) -> np.ndarray:
     return np.isin(result, MISS_CODES)
 
 
-def _vocab(names, extra=None) -> dict:
+def _vocab(names: Iterable[str], extra: dict[str, int] | None = None) -> dict[str, int]:
     v = {n: k for k, n in enumerate(names)}
     v.update(extra or {})
     return v
@@ -74,11 +77,11 @@ _ROUND_V = {"1": 1, "2": 2, "3": 3, "": 3}
 UNKNOWN = -2                                      # a code outside every vocabulary
 
 
-def _stripped(values: list) -> list:
+def _stripped(values: list[str]) -> list[str]:
     return list(map(str.strip, values))
 
 
-def _codes(values: list, vocab: dict) -> np.ndarray:
+def _codes(values: list[str], vocab: dict[str, int]) -> np.ndarray:
     """int16 code of each value in ``vocab`` (blanks around it ignored), :data:`UNKNOWN` where
     it has none."""
     codes = np.fromiter(map(vocab.get, values, itertools.repeat(UNKNOWN)), dtype=np.int16,
@@ -88,7 +91,7 @@ def _codes(values: list, vocab: dict) -> np.ndarray:
     return codes
 
 
-def _groups(values: list) -> tuple[np.ndarray, list]:
+def _groups(values: list[str]) -> tuple[np.ndarray, list[str]]:
     """Equal names grouped: (int32 index per row into the names, the names in order of first
     appearance); an empty value is −1."""
     first_seen = dict.fromkeys([""])
@@ -105,7 +108,7 @@ def _float(text: str) -> float:
     return float(text)
 
 
-def _times(c: Columns, fail) -> np.ndarray:
+def _times(c: Columns, fail: Callable[[int, str, str], NoReturn]) -> np.ndarray:
     """The ``time`` column in seconds; fails on the first field that is not a finite number."""
     texts = c.values["time"]
     try:
@@ -132,10 +135,10 @@ def shots_from_columns(c: Columns) -> Shots:
     if n == 0:
         raise UserError("no shots: the file has a header but no rows", file=c.path)
 
-    def fail(i, column, message):
+    def fail(i: int, column: str, message: str) -> NoReturn:
         raise field_error(c.path, int(c.lines[i]), i + 1, column, message)
 
-    def category(name, vocab, allowed):
+    def category(name: str, vocab: dict[str, int], allowed: str) -> np.ndarray:
         values = c.values[name]
         codes = _codes(values, vocab)
         bad = np.flatnonzero(codes == UNKNOWN)
@@ -156,7 +159,8 @@ def shots_from_columns(c: Columns) -> Shots:
     if incoherent.size:
         i = int(incoherent[0])
         if miss[i]:
-            msg = f"result {RESULTS[result[i]]} (a miss) but target {c.values['target'][i].strip()!r}: leave it empty"
+            msg = (f"result {RESULTS[result[i]]} (a miss) but target "
+                   f"{c.values['target'][i].strip()!r}: leave it empty")
         else:
             msg = f"result {RESULTS[result[i]]} needs the 侯 it touched ({' | '.join(TARGETS)})"
         fail(i, "target", msg)
