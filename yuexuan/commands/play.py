@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import logging
-import os
 import queue
-import select
 import signal
 import sys
-import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from yuexuan import atomic
-from yuexuan.scoring import rules as rules_mod
-from yuexuan.live import show as show_mod
-from yuexuan.live import calls as live_calls
-from yuexuan.live import operator
-from yuexuan.live import osc
-from yuexuan.live import ports
-from yuexuan.live import timecode
-from yuexuan.live.judged_show import JudgedShow
-from yuexuan.live.program import build_program
 from yuexuan.commands.common import add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
+from yuexuan.live import calls as live_calls
+from yuexuan.live import osc, ports, timecode
+from yuexuan.live import show as show_mod
+from yuexuan.live.judged_show import JudgedShow
+from yuexuan.live.program import build_program
+from yuexuan.live.terminal import Terminal
+from yuexuan.scoring import rules as rules_mod
+
+if TYPE_CHECKING:
+    from yuexuan.live.judge import Judge
+    from yuexuan.live.judging import Hub
+    from yuexuan.live.program import Program
+    from yuexuan.rite.cuesheet_hits import HitsMidi
+    from yuexuan.scoring.logwrite import ShotLogWriter
+    from yuexuan.timeline import Timeline
 
 
 PORT_POLL_S = 0.5       # how often the output port is looked for (loss and return)
@@ -146,82 +155,42 @@ def _print_ports(api: str) -> None:
             print(f"  {name}")
 
 
-class _Terminal:
-    """Raw key input and a redrawn status screen on a TTY; lines in, lines out otherwise."""
-
-    def __init__(self, commands: queue.Queue):
-        self.commands = commands
-        self.tty = sys.stdin.isatty() and sys.stdout.isatty()
-        self._saved = None
-        self._stop = threading.Event()
-        self._last = None
-        self._notices_seen = 0
-        self._said_seen = 0
-        if self.tty:
-            import termios
-            import tty
-            self._saved = termios.tcgetattr(sys.stdin.fileno())
-            tty.setcbreak(sys.stdin.fileno())
-            sys.stdout.write("\x1b[?25l")
-        threading.Thread(target=self._read, daemon=True, name="yuexuan-keys").start()
-
-    def _read(self) -> None:
-        fd = sys.stdin.fileno()
-        while not self._stop.is_set():
-            try:
-                ready, _, _ = select.select([fd], [], [], 0.1)
-            except (OSError, ValueError):
-                return
-            if not ready:
-                continue
-            if self.tty:
-                key = os.read(fd, 1).decode("utf-8", "replace")
-                cmd = operator.command_for_key(key)
-            else:
-                line = sys.stdin.readline()
-                if not line:
-                    return              # end of input: keep playing (auto) or until signalled
-                cmd = operator.command_for_line(line)
-            if cmd:
-                self.commands.put(cmd)
-
-    def show(self, status, hub=None) -> None:
-        """Draw the screen (with the hub's latest verdicts), or print what changed, one a line."""
-        if self.tty:
-            judged = tuple(hub.screen()) if hub is not None else ()
-            sys.stdout.write("\x1b[H\x1b[2J" + operator.render(status, judged=judged) + "\n")
-            sys.stdout.flush()
-            return
-        said = hub.said[self._said_seen:] if hub is not None else []
-        self._said_seen += len(said)
-        for line in said:
-            print(line, flush=True)
-        key = (status.state, status.cue.id if status.cue else None)
-        if key != self._last:
-            self._last = key
-            print(f"{status.state}" + (f" {key[1]}" if key[1] else ""), flush=True)
-        fresh = status.notice_count - self._notices_seen
-        for n in status.notices[-fresh:] if fresh > 0 else ():
-            print(f"» {n}", flush=True)
-        self._notices_seen = status.notice_count
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._saved is not None:
-            import termios
-            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._saved)
-            sys.stdout.write("\x1b[?25h\n")
-            sys.stdout.flush()
+@dataclass(frozen=True)
+class _Plan:
+    """What ``play`` will do, every option checked and the programme compiled before any port
+    opens."""
+    program: Program                    # the windowed MIDI programme
+    timeline: Timeline                  # the timeline played
+    calls: dict[str, Any]               # the live calls' templates ({} unless judged)
+    options: show_mod.ShowOptions
+    go_trigger: timecode.Trigger        # --go-midi
+    stop_trigger: timecode.Trigger      # --stop-midi
+    listen: tuple[str, int] | None      # --osc's (host, port)
+    notify: osc.OscOut | None           # --osc-out
+    sensor_map: HitsMidi | None         # --hits-midi's note map
+    judge: Judge | None                 # when shots are judged live (--osc, --hits-midi)
 
 
-def _on_term(signum, frame):
-    raise KeyboardInterrupt
+@dataclass
+class _Rig:
+    """The show's open pieces, filled in as they open (:func:`_open_rig`)."""
+    commands: queue.Queue[str] = field(default_factory=queue.Queue)  # keys', OSC's, MIDI's
+    ended: queue.Queue[Any] = field(default_factory=queue.Queue)     # cues ended, for the hub
+    log: ShotLogWriter | None = None    # --shots-log
+    listener: osc.OscListener | None = None
+    out: ports.Output | None = None
+    show: JudgedShow | None = None
+    hub: Hub | None = None              # when shots are judged live
+    term: Terminal | None = None
+
+    def to_hub(self, record: Any) -> None:
+        """An OSC record to the hub (the listener starts once there is one)."""
+        if self.hub is not None:
+            self.hub.deliver(record)
 
 
-def run(args) -> int:
-    if args.list_ports:
-        _print_ports(args.api)
-        return 0
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Check the options (one line each, in this order) and compile; opens nothing."""
     if not args.cues_file:
         raise UserError("a cue sheet is needed (or --list-ports)", key="CUES")
     if args.msc is not None and not 0 <= args.msc <= 127:
@@ -234,6 +203,7 @@ def run(args) -> int:
         raise UserError("--shots-log needs shots to judge (--osc or --hits-midi)",
                         key="--shots-log")
     listen = osc.host_port(args.osc, "--osc") if args.osc else None
+    sensor_map = None
     if args.hits_midi:                   # the sensor's note map, checked before any port opens
         from yuexuan.rite import cuesheet_hits
         sensor_map = cuesheet_hits.read(args.cues_file)
@@ -242,113 +212,170 @@ def run(args) -> int:
     program, timeline, calls = program_for(args, judged)
     judge = _live_judge(args, timeline) if judged else None
     options = show_mod.ShowOptions(auto=args.auto, from_s=program.from_s, until_s=program.until_s,
-                               clock=args.clock, clock_beat_s=clock_beat_s,
-                               mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
-                               rt_priority=None if args.no_realtime else RT_PRIORITY)
-    sys.setswitchinterval(0.0005)        # let the scheduler thread take the GIL promptly
-    hub = listener = None
-    log = _shots_log(args)               # the log and the OSC port before the MIDI port
-    try:
-        if listen is not None:           # started once the hub is there
-            # python-osc logs odd datagrams with logging.warning on the root logger, which would
-            # print over the operator's screen (an argument of an unknown type is dropped, and
-            # the message then reported as bad for its count)
-            logging.getLogger().addHandler(logging.NullHandler())
-            listener = osc.OscListener(*listen, lambda record: hub.deliver(record),  # below
-                                       None if args.no_realtime else RT_PRIORITY - 1)  # the schedule
-        out = ports.Output(args.api, args.port)
-    except BaseException:
-        for opened in (log, listener):
-            if opened is not None:
-                opened.close()
-        raise
-    hooks = {} if notify is None else {"on_cue": notify.cue, "on_beat": notify.beat}
-    ended: queue.Queue = queue.Queue()      # cues ended, for the hub (on the main thread)
-    if judged:
+                                   clock=args.clock, clock_beat_s=clock_beat_s,
+                                   mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
+                                   rt_priority=None if args.no_realtime else RT_PRIORITY)
+    return _Plan(program, timeline, calls, options, go_trigger, stop_trigger, listen, notify,
+                 sensor_map, judge)
+
+
+def _input_priority(args: argparse.Namespace) -> int | None:
+    """SCHED_FIFO priority of the OSC and hit-sensor threads: one below the scheduler's."""
+    return None if args.no_realtime else RT_PRIORITY - 1
+
+
+def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
+              stack: contextlib.ExitStack) -> None:
+    """Open the rig into ``rig``, each piece's close pushed on ``stack`` as it opens, so that any
+    exit closes what was opened in reverse order: the hit sensor and the OSC listener stop first,
+    the show shuts down (nothing left sounding), its last screen, then the port and the log. The
+    log and the OSC port open before the MIDI port, so that their mistakes come before it."""
+    rig.log = _shots_log(args)
+    if rig.log is not None:
+        stack.callback(rig.log.close)
+    if plan.listen is not None:          # bound now, started once the hub is there
+        rig.listener = osc.OscListener(*plan.listen, rig.to_hub, _input_priority(args))
+        stack.callback(rig.listener.close)
+    out = rig.out = ports.Output(args.api, args.port)
+    stack.callback(out.close)
+    stack.callback(_last_screen, rig)    # after the show's shutdown
+    show = rig.show = _show(plan, out, rig.ended)
+    stack.callback(show.shutdown)
+    if args.control:
+        stack.callback(ports.Input(args.api, args.control, lambda data: show.midi_in(
+            data, plan.go_trigger, plan.stop_trigger)).close)
+    if plan.judge is not None:
+        from yuexuan.live.judging import Hub, round_closing_cues
+        rig.hub = Hub(plan.judge, show, plan.timeline, plan.calls, rig.log, plan.notify,
+                      rig.commands.put, round_closing_cues(plan.timeline))
+    if rig.listener is not None:
+        rig.listener.start()
+        stack.callback(rig.listener.stop)
+    if args.hits_midi:
+        from yuexuan.live import hits
+        _, sensor = hits.open_sensor(args.api, args.hits_midi, rig.hub, plan.sensor_map,
+                                     plan.timeline, _input_priority(args))
+        stack.callback(sensor.close)
+    rig.term = Terminal(rig.commands)
+
+
+def _show(plan: _Plan, out: ports.Output, ended: queue.Queue[Any]) -> JudgedShow:
+    """The show on ``out``, telling --osc-out of each cue and beat, and the hub (through
+    ``ended``) of each cue's end when shots are judged live."""
+    hooks: dict[str, Callable[[Any], None]] = {}
+    if plan.notify is not None:
+        hooks.update(on_cue=plan.notify.cue, on_beat=plan.notify.beat)
+    if plan.judge is not None:
         hooks["on_cue_end"] = ended.put
-    show = JudgedShow(program, out.send, options, port_name=out.port_name, beats=timeline.beats,
-                    **hooks)
-    control = hits_port = None
-    commands: queue.Queue = queue.Queue()
-    term = None
-    old_term = signal.signal(signal.SIGTERM, _on_term)
+    return JudgedShow(plan.program, out.send, plan.options, port_name=out.port_name,
+                      beats=plan.timeline.beats, **hooks)
+
+
+def _last_screen(rig: _Rig) -> None:
+    """The terminal's last screen (or last lines), then the terminal as it was."""
+    if rig.term is not None and rig.show is not None:
+        rig.term.show(rig.show.status(), rig.hub)
+        rig.term.close()
+
+
+def _process_settings(stack: contextlib.ExitStack, quiet_root_logger: bool) -> None:
+    """Set what ``play`` changes for the whole process, each restored by ``stack`` on exit:
+    SIGTERM ends the show as Ctrl-C does; a 0.5 ms GIL switch interval, so that the scheduler
+    thread takes the GIL promptly; with ``quiet_root_logger``, a NullHandler on the root logger,
+    as python-osc logs odd datagrams with ``logging.warning``, which would print over the
+    operator's screen (an argument of an unknown type is dropped, and the message then reported
+    as bad for its count)."""
+    old_int = signal.getsignal(signal.SIGINT)
+    stack.callback(signal.signal, signal.SIGINT, signal.SIG_DFL if old_int is None else old_int)
+    stack.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _on_term))
+    stack.callback(sys.setswitchinterval, sys.getswitchinterval())
+    sys.setswitchinterval(0.0005)
+    if quiet_root_logger:
+        root, quiet = logging.getLogger(), logging.NullHandler()
+        root.addHandler(quiet)
+        stack.callback(root.removeHandler, quiet)
+
+
+def _ignore_stop_signals() -> None:
+    """Ctrl-C and SIGTERM do nothing while the rig closes: it closes whole, nothing sounding."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _on_term(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_ports:
+        _print_ports(args.api)
+        return 0
+    plan = _plan(args)
+    rig = _Rig()
     interrupted = False
-    try:
-        if args.control:
-            control = ports.Input(args.api, args.control,
-                                  lambda data: show.midi_in(data, go_trigger, stop_trigger))
-        if judged:
-            from yuexuan.live.judging import Hub, round_closing_cues
-            hub = Hub(judge, show, timeline, calls, log, notify, commands.put,
-                      round_closing_cues(timeline))
-        if listener is not None:
-            listener.start()
-        if args.hits_midi:
-            from yuexuan.live import hits
-            _, hits_port = hits.open_sensor(args.api, args.hits_midi, hub, sensor_map,
-                                            timeline,
-                                            None if args.no_realtime else RT_PRIORITY - 1)
-        term = _Terminal(commands)
-        show.start()
-        next_poll = time.monotonic() + PORT_POLL_S
-        next_draw = 0.0
-        while not show.done.is_set():
-            if show.error is not None:
-                raise RuntimeError(f"scheduler failed: {show.error!r}") from show.error
-            try:
-                cmd = commands.get(timeout=0.02)
-            except queue.Empty:
-                cmd = None
-            if cmd == "quit":
-                break
-            if cmd:
-                show.notice(show.command(cmd))
-            _cues_ended(ended, hub)
-            now = time.monotonic()
-            if now >= next_poll:
-                next_poll = now + PORT_POLL_S
-                change = out.check()
-                if change:
-                    show.port_changed(change, out.resume)
-            if now >= next_draw or cmd:
-                next_draw = now + (SCREEN_S if term.tty else 0.05)
-                term.show(show.status(), hub)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with contextlib.ExitStack() as stack:
+        _process_settings(stack, quiet_root_logger=plan.listen is not None)
+        rig_stack = stack.enter_context(contextlib.ExitStack())
+        stack.callback(_ignore_stop_signals)        # the first thing done on the way out
         try:
-            if listener is not None:
-                listener.close()
-            if hits_port is not None:
-                hits_port.close()
-            show.shutdown()
-            if control is not None:
-                control.close()
-            out.close()
-            if log is not None:
-                log.close()
-            if term is not None:
-                term.show(show.status(), hub)
-                term.close()
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, old_term)
+            _open_rig(args, plan, rig, rig_stack)
+            _drive(rig)
+        except KeyboardInterrupt:
+            if rig.show is None:                    # before there was a show: as any command
+                raise
+            interrupted = True
+    return _finish(args, plan, rig, interrupted)
+
+
+def _drive(rig: _Rig) -> None:
+    """Start the show; until it is done (or quit): run the operator's commands, tell the hub of
+    ended cues, look for the output port (lost, back) and redraw the screen."""
+    show, out, term = rig.show, rig.out, rig.term
+    assert show is not None and out is not None and term is not None     # _open_rig's
+    show.start()
+    next_poll = time.monotonic() + PORT_POLL_S
+    next_draw = 0.0
+    while not show.done.is_set():
+        if show.error is not None:
+            raise RuntimeError(f"scheduler failed: {show.error!r}") from show.error
+        try:
+            cmd = rig.commands.get(timeout=0.02)
+        except queue.Empty:
+            cmd = None
+        if cmd == "quit":
+            break
+        if cmd:
+            show.notice(show.command(cmd))
+        _cues_ended(rig.ended, rig.hub)
+        now = time.monotonic()
+        if now >= next_poll:
+            next_poll = now + PORT_POLL_S
+            change = out.check()
+            if change:
+                show.port_changed(change, out.resume)
+        if now >= next_draw or cmd:
+            next_draw = now + (SCREEN_S if term.tty else 0.05)
+            term.show(show.status(), rig.hub)
+
+
+def _finish(args: argparse.Namespace, plan: _Plan, rig: _Rig, interrupted: bool) -> int:
+    """The run's summary and the judging's last lines on stderr, ``--report``; the exit status."""
+    show, out, hub = rig.show, rig.out, rig.hub
+    assert show is not None and out is not None         # run() comes here only with a show
     summary = show.stats.summary()
     print(summary.line() + (f"; {out.dropped} dropped while the port was gone"
                             if out.dropped else "")
           + ("" if show.realtime else "; scheduler ran without realtime priority"),
           file=sys.stderr)
-    _cues_ended(ended, hub)
+    _cues_ended(rig.ended, hub)
     for line in hub.final_lines() if hub is not None else ():
         print(line, file=sys.stderr)
     if args.report:
         report = _report(show, summary)
         if hub is not None:
             report["judging"] = hub.summary()
-        if notify is not None:
-            report["osc_out_failed"] = notify.failed
+        if plan.notify is not None:
+            report["osc_out_failed"] = plan.notify.failed
         atomic.write_text(args.report, json.dumps(report, ensure_ascii=False, indent=1))
     if interrupted:
         print("yuexuan play: interrupted; all notes off", file=sys.stderr)

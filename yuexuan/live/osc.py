@@ -258,7 +258,7 @@ class OscListener:
         def safe(record):
             try:
                 deliver(record)
-            except Exception as exc:          # noqa: BLE001 — the show must go on
+            except Exception as exc:          # any: the show must go on
                 if isinstance(record, Bad):
                     return                    # reporting itself failed: nothing more to do
                 deliver(Bad(f"could not handle {type(record).__name__.lower()}: {exc!r}",
@@ -268,9 +268,13 @@ class OscListener:
     def start(self) -> None:
         self._thread.start()
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Handle no more datagrams (the port stays bound until :meth:`close`)."""
         if self._thread.is_alive():
             self.server.shutdown()
+
+    def close(self) -> None:
+        self.stop()
         self.server.server_close()
 
 
