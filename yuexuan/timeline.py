@@ -144,22 +144,6 @@ class Timeline:
                 return c
         raise KeyError(cue_id)
 
-    def notes_array(self) -> np.ndarray:
-        """Notes as a structured array: time, duration (s), midi, hz (NaN if unpitched), velocity,
-        instrument (index into ``instrument_names()``)."""
-        names = self.instrument_names()
-        index = {n: i for i, n in enumerate(names)}
-        arr = np.zeros(len(self.notes), dtype=[("time", "f8"), ("duration", "f8"), ("midi", "i2"),
-                                               ("hz", "f8"), ("velocity", "i2"), ("instrument", "i2")])
-        if self.notes:
-            arr["time"] = [n.time for n in self.notes]
-            arr["duration"] = [n.duration for n in self.notes]
-            arr["midi"] = [n.midi for n in self.notes]
-            arr["hz"] = [np.nan if n.hz is None else n.hz for n in self.notes]
-            arr["velocity"] = [n.velocity for n in self.notes]
-            arr["instrument"] = [index[n.instrument] for n in self.notes]
-        return arr
-
     def beat_times(self, cue: str | None = None) -> np.ndarray:
         """Times (s) of the 射节 建鼓 strokes, optionally of one cue, ascending."""
         return np.array([b.time for b in self.beats if cue is None or b.cue == cue], dtype=float)
@@ -304,9 +288,3 @@ def save_json(tl: Timeline, path) -> None:
     """Write the JSON contract to ``path`` atomically (UTF-8, Chinese unescaped)."""
     from yuexuan.atomic import write_text
     write_text(path, json.dumps(to_dict(tl), ensure_ascii=False, indent=1) + "\n")
-
-
-def load_json(path) -> Timeline:
-    """Read a timeline saved by :func:`save_json`."""
-    from pathlib import Path
-    return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
