@@ -48,6 +48,22 @@ def test_time_forms(ceremony):
         assert e.value.key == "--from"
 
 
+@pytest.mark.parametrize("compact", [False, True])
+def test_time_forms_of_a_selection(ceremony, compact):
+    """With --cues, TIME is seconds of the selection: `--cues luming,lishou --from lishou+30` is
+    30 s into 貍首, which starts where the cut puts it (1000.5 s: the ceremony's space after 鹿鸣;
+    with --compact the sheet's 5 s gap after 鹿鸣's end) — the same from the cue sheet and from a
+    saved timeline, as both are cut by one rule (tests/test_select.py)."""
+    two = compile_file(DASHE, ["luming", "lishou"], compact=compact)
+    luming, lishou = ceremony.cue("luming"), ceremony.cue("lishou")
+    start = (luming.end - luming.start + ceremony.ceremony.gap_s if compact
+             else lishou.start - luming.start)
+    assert window_time(two, "lishou+30") == pytest.approx(start + 30)
+    assert window_time(two, "11") == 11.0 == window_time(compile_file(DASHE, ["lishou"]), "lishou+11")
+    with pytest.raises(UserError, match="unknown cue 'wusuan'"):
+        window_time(two, "wusuan", "--from")
+
+
 def _play(env, *args):
     return subprocess.Popen([sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api", "jack",
                              "--port", "rec", *args], env=env, cwd=ROOT, stdin=subprocess.PIPE,

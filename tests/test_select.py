@@ -228,3 +228,24 @@ def test_check_reads_a_saved_selection_at_the_ceremonys_seconds(cli, tmp_path, s
         r = cli("check", cut, shots, "--format", "csv")
         assert r.returncode == 0, r.stderr
         assert r.stdout == whole.stdout and r.stderr == whole.stderr
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_shots_with_cues_are_the_whole_ceremonys_seconds(default_cues, root, compact):
+    """compile --shots LOG --cues …: the log's times are the whole ceremony's (as check reads them),
+    so the selected cues sound exactly the calls the whole ceremony compiled with the log sounds in
+    them, moved with their cue, and no row is left unsounded for lack of its cue."""
+    log = str(root / "tests" / "data" / "shots_example.csv")
+    whole = read_timeline(str(default_cues), "compile", shots=log)
+    ids = ["round2_rest", "lishou"]
+    cut = read_timeline(str(default_cues), "compile", ids, shots=log, compact=compact)
+    back = at_ceremony_times(cut)
+    calls = ("获者", "大射正")
+    want = [(n.cue, n.instrument, n.midi, n.time) for n in whole.notes if n.cue in ids and n.instrument in calls]
+    got = [(n.cue, n.instrument, n.midi, n.time) for n in back.notes if n.instrument in calls]
+    assert len(want) > 4 and [w[:3] for w in want] == [g[:3] for g in got]
+    assert [w[3] for w in want] == pytest.approx([g[3] for g in got], abs=1e-9)
+    # and they differ from the cue sheet's hits strings: the log made them
+    plain = read_timeline(str(default_cues), "compile", ids)
+    assert [(n.cue, n.time) for n in plain.notes if n.instrument in calls] != \
+        [(n.cue, n.time) for n in cut.notes if n.instrument in calls]

@@ -5,8 +5,10 @@ Built from the :class:`yuexuan.formats.midimessages.TimedMessage` records of
 here works out a message's cue from times.
 
 The window (``play --from TIME --until TIME``, for a rehearsal started part-way): TIME is
-timeline seconds (``1136.5``) or a cue id with an offset in seconds from its start
-(``lishou``, ``lishou+30``, ``lishou-2.5``), resolved by :func:`window_time`.
+seconds of the timeline played (``1136.5``; with ``--cues``, of the selection: 0 is the first
+selected cue's start, the spaces between cues the ceremony's unless ``--compact``) or a cue id with
+an offset in seconds from its start (``lishou``, ``lishou+30``, ``lishou-2.5``), resolved by
+:func:`window_time`.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ def message_kind(msg) -> Kind:
 
 
 def window_time(timeline, value, option: str = "--from") -> float | None:
-    """``value`` (None, seconds, or text: seconds, ``CUE``, ``CUE+S``, ``CUE-S``) as timeline
-    seconds. A cue id is the one error :func:`yuexuan.errors.unknown_cue` when unknown; an offset
+    """``value`` (None, seconds, or text: seconds, ``CUE``, ``CUE+S``, ``CUE-S``) as seconds of
+    ``timeline`` (a selection's, not the whole ceremony's). A cue id is the one error :func:`yuexuan.errors.unknown_cue` when unknown; an offset
     past the cue's end is refused (a rehearsal starts inside the cue it names)."""
     if value is None or isinstance(value, (int, float)):
         seconds = None if value is None else float(value)
