@@ -43,14 +43,14 @@ def atomic_path(target: str | os.PathLike[str], suffix: str | None = None) -> It
         raise
 
 
-def _hold_signals() -> set[signal.Signals] | None:
+def _hold_signals() -> set[int] | None:
     """Block SIGINT and SIGTERM for this thread; the mask before, or None where there are no masks."""
     if not hasattr(signal, "pthread_sigmask"):
         return None
     return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-def _release_signals(mask: set[signal.Signals] | None) -> None:
+def _release_signals(mask: set[int] | None) -> None:
     """Put the mask of :func:`_hold_signals` back; a signal that came meanwhile is acted on now."""
     if mask is not None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)

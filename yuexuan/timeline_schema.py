@@ -12,7 +12,16 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable, Iterable
 from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:                    # jsonschema is imported when first needed (start-up time)
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
+#: a predicate on one JSON value
+Test = Callable[[Any], bool]
 
 SCHEMA_VERSION = 3
 SCHEMA_FILE = "timeline.schema.json"      # in the package folder
@@ -30,22 +39,22 @@ _TYPES = {
 
 
 @functools.cache        # a constant of the installed package: read once
-def schema() -> dict:
+def schema() -> dict[str, Any]:
     """The JSON Schema of the timeline, as shipped in the package."""
     return json.loads((resources.files("yuexuan") / SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 @functools.cache
-def validator():
+def validator() -> Validator:
     """A draft 2020-12 validator of :func:`schema`, with the two stricter type rules."""
     import jsonschema
 
     base = jsonschema.Draft202012Validator
-    types = base.TYPE_CHECKER.redefine_many({k: (lambda f: lambda _, x: f(x))(f) for k, f in _TYPES.items()})
+    types = base.TYPE_CHECKER.redefine_many({k: (lambda g: lambda _, x: g(x))(f) for k, f in _TYPES.items()})
     return jsonschema.validators.extend(base, type_checker=types)(schema())
 
 
-def validate(d) -> None:
+def validate(d: object) -> None:
     """Raise ValueError, one line naming the field, unless ``d`` is a timeline of this schema."""
     if not isinstance(d, dict):
         raise ValueError("a timeline is a JSON object")
@@ -66,7 +75,7 @@ class SchemaVersionError(ValueError):
     """A timeline of another schema number: its message is a whole sentence telling to recompile."""
 
 
-def _schema_number(d: dict) -> None:
+def _schema_number(d: dict[str, Any]) -> None:
     """Refuse, in one line (:class:`SchemaVersionError`), a timeline of another schema than this
     module reads."""
     version = d.get("schema")
@@ -81,7 +90,7 @@ def _schema_number(d: dict) -> None:
                              f"(it reads schema {SCHEMA_VERSION}); {RECOMPILE}")
 
 
-def _cross_checks(d: dict) -> None:
+def _cross_checks(d: dict[str, Any]) -> None:
     """What the schema cannot say: cue ids are unique, every note and beat names one of them, and a
     selection closes one space per cue."""
     ids = set()
@@ -105,12 +114,12 @@ _NAMES = {"number": "a finite number", "integer": "an integer", "string": "a str
           "null": "null", "array": "an array", "object": "an object"}
 
 
-def _json_name(x) -> str:
+def _json_name(x: object) -> str:
     return next((_NAMES[t] for t in ("boolean", "integer", "number", "string", "null", "array", "object")
                  if _TYPES[t](x)), type(x).__name__)
 
 
-def _where(path) -> str:
+def _where(path: Iterable[str | int]) -> str:
     """A JSON path as the messages name it: ``notes[3].time``, ``instruments['建鼓·东'].gm_program``."""
     out, parent = "", None
     for k in path:
@@ -124,14 +133,18 @@ def _where(path) -> str:
     return out or "timeline"
 
 
-def _message(error) -> str:
+def _message(error: ValidationError) -> str:
     """One line naming the field at fault and what was expected, from a jsonschema error."""
-    kind, want, x = error.validator, error.validator_value, error.instance
+    # JSON values: every error jsonschema yields has them set (its stubs also allow "unset")
+    want: Any = error.validator_value
+    x: Any = error.instance
+    node: Any = error.schema
+    kind = error.validator
     where = _where(error.absolute_path)
     if kind == "required":
         return f"{where}: missing field {next(k for k in want if k not in x)!r}"
     if kind == "additionalProperties":
-        known = error.schema.get("properties", {})
+        known = node.get("properties", {})
         return f"{where}: unknown field {next(k for k in x if k not in known)!r}"
     shown = f"{x!r:.40}" if not isinstance(x, (dict, list)) else _json_name(x)
     if kind == "type":
@@ -141,7 +154,7 @@ def _message(error) -> str:
     if kind in bounds:
         return f"{where}: expected a value {bounds[kind]} {want}, got {shown}"
     if kind in ("minItems", "maxItems"):
-        lo, hi = error.schema.get("minItems", 0), error.schema.get("maxItems")
+        lo, hi = node.get("minItems", 0), node.get("maxItems")
         return f"{where}: expected {lo if lo == hi else f'{lo} or more'} items, got {len(x)}"
     if kind == "minLength":
         return f"{where}: must not be empty"
@@ -165,7 +178,7 @@ _ANNOTATIONS = {"description", "default", "title", "$comment"}
 _SCALAR_KEYWORDS = {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum", "minLength"}
 
 
-def _resolved(node: dict) -> dict:
+def _resolved(node: dict[str, Any]) -> dict[str, Any]:
     """``node`` with a local ``$ref`` (``#/$defs/NAME``) merged in, recursively."""
     ref = node.get("$ref")
     if ref is None:
@@ -174,7 +187,7 @@ def _resolved(node: dict) -> dict:
     return {**_resolved(target), **{k: v for k, v in node.items() if k != "$ref"}}
 
 
-def _scalar_test(prop: dict):
+def _scalar_test(prop: dict[str, Any]) -> Test | None:
     """A predicate equal to ``prop`` for a scalar field, or None if ``prop`` is not that simple."""
     prop = _resolved(prop)
     kinds = prop.get("type")
@@ -188,7 +201,7 @@ def _scalar_test(prop: dict):
     xlo, xhi = prop.get("exclusiveMinimum", -math.inf), prop.get("exclusiveMaximum", math.inf)
     min_len, allowed = prop.get("minLength", 0), None if enum is None else frozenset(enum)
 
-    def test(x) -> bool:
+    def test(x: Any) -> bool:
         t = type(x)
         if t not in exact:
             return False
@@ -200,7 +213,7 @@ def _scalar_test(prop: dict):
     return test
 
 
-def _record_test(items: dict):
+def _record_test(items: dict[str, Any]) -> Test | None:
     """A predicate equal to ``items`` for an object of scalar fields, or None."""
     items = _resolved(items)
     if set(items) - {"type", "required", "additionalProperties", "properties"} - _ANNOTATIONS or \
@@ -211,7 +224,7 @@ def _record_test(items: dict):
         return None
     closed, required = items.get("additionalProperties", True) is False, frozenset(items.get("required", ()))
 
-    def test(x) -> bool:
+    def test(x: Any) -> bool:
         if not isinstance(x, dict) or not required <= x.keys():
             return False
         for k, v in x.items():
@@ -226,7 +239,7 @@ def _record_test(items: dict):
 
 
 @functools.cache
-def _fast_arrays() -> dict:
+def _fast_arrays() -> dict[str, Test]:
     """{top-level key: item predicate} for the arrays of flat records of the schema."""
     out = {}
     for key, node in schema().get("properties", {}).items():
