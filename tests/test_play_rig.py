@@ -53,7 +53,8 @@ def test_a_port_that_does_not_open_closes_the_log_and_the_osc_port(tmp_path, cap
                    "--api", "jack", "--port", "yuexuan-test-none", "--osc", str(port),
                    "--shots-log", str(log)])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 2 and len(err) == 1 and err[0].startswith("yuexuan play: --api: cannot open"), err
+    # no backend (or, with a default server running, no such port): one line either way
+    assert rc == 2 and len(err) == 1 and err[0].startswith("yuexuan play: --") and "MIDI" in err[0]
     assert log.exists()                                              # it was opened …
     assert _open_fds() <= fds                                        # … and closed, as the socket
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
