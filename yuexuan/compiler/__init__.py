@@ -6,9 +6,10 @@ data files. Every timing decision of the project is made here and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_facts, voice_offsets
 from yuexuan.compiler.calls import calls_cue
@@ -17,32 +18,41 @@ from yuexuan.compiler.music import music_cue
 from yuexuan.compiler.shooting import shejie_cue, shoot_cue, target_flights
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError, unknown_cue
-from yuexuan.rite import cuesheet, instruments as instruments_mod, pieces as pieces_mod
-from yuexuan.rite import courtyard, suspension as suspension_mod, variants as variants_mod
+from yuexuan.rite import courtyard, cuesheet
+from yuexuan.rite import instruments as instruments_mod
+from yuexuan.rite import pieces as pieces_mod
+from yuexuan.rite import suspension as suspension_mod
+from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.cuesheet_hits import DEFAULT_ARROW_SPEED_M_S
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
-from yuexuan.timeline import Ceremony, Cue, Timeline, select as cut
+from yuexuan.rite.instruments import Instrument
+from yuexuan.rite.pieces import Piece
+from yuexuan.rite.suspension import Rank
+from yuexuan.scoring.shots import Shots
+from yuexuan.timeline import Ceremony, Cue, Timeline
+from yuexuan.timeline import select as cut
 
 __all__ = ["compile_sheet", "compile_path", "compile_file"]
 
 
-class PiecesLookedUp(Mapping):
+class PiecesLookedUp(Mapping[str, Piece]):
     """The pieces by title, noting each title a cue's placer reads (the pieces it sounds), so that
     the cue's ``later_source`` names their later sources without each placer returning them."""
 
-    def __init__(self, pieces: dict):
-        self._pieces, self.titles = pieces, []
+    def __init__(self, pieces: dict[str, Piece]) -> None:
+        self._pieces = pieces
+        self.titles: list[str] = []
 
-    def __getitem__(self, title):
+    def __getitem__(self, title: str) -> Piece:
         piece = self._pieces[title]
         if title not in self.titles:
             self.titles.append(title)
         return piece
 
-    def __contains__(self, title) -> bool:      # a test of presence sounds nothing
+    def __contains__(self, title: object) -> bool:      # a test of presence sounds nothing
         return title in self._pieces
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._pieces)
 
     def __len__(self) -> int:
@@ -54,9 +64,10 @@ class PiecesLookedUp(Mapping):
         return "; ".join(dict.fromkeys(s for s in found if s))
 
 
-def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: dict, vdefs: dict,
-                  select: list | None = None, shots=None, compact: bool = False,
-                  yard=None) -> tuple:
+def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dict[str, Instrument],
+                  ranks: dict[str, Rank], vdefs: dict[str, Any],
+                  select: list[str] | None = None, shots: Shots | None = None, compact: bool = False,
+                  yard: courtyard.Courtyard | None = None) -> tuple[Timeline, list[str]]:
     """Compile a parsed cue sheet. Returns (Timeline, warnings).
 
     The whole ceremony is compiled, its cues one after another with the sheet's gap. ``select``:
@@ -68,7 +79,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     (:func:`yuexuan.rite.courtyard.load`) whose 侯道 give each 侯's arrow flight (the timeline's
     ``targets``); None: no ``targets``. The warnings are the whole ceremony's.
     """
-    # the variants' generic effects (yuexuan/rite/variants.py): roster ranks, cues set or left out, instrument facts
+    # the variants' generic effects (yuexuan/rite/variants.py): roster ranks, cues set or left out,
+    # instrument facts
     sheet = replace(sheet, pairs=variants_mod.apply_to_pairs(vdefs, sheet.variants, sheet.pairs))
     insts, narrowed = variants_mod.apply_to_instruments(vdefs, sheet.variants, insts)
     dropped = variants_mod.dropped_cues(vdefs, sheet.variants)
@@ -106,7 +118,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
         used = tuple(i for i in insts if i in names)
         recon = spec.reconstruction if spec.reconstruction is not None else placed.reconstruction
         source = f"{spec.source}; {placed.source}" if placed.source else spec.source
-        cues.append(Cue(spec.id, placed.piece or spec.piece, spec.action, t, placed.end, used, recon, source,
+        cues.append(Cue(spec.id, placed.piece or spec.piece or "", spec.action, t, placed.end, used, recon,
+                        source,
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
                         spec.gloss, tuple(placed.phrases), placed.beat_s,
                         later_source=sounded.later_source(), places=places[spec.id],
@@ -131,8 +144,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict, insts: dict, ranks: di
     return cut(whole, select, file=sheet.file, compact=compact), b.warnings
 
 
-def compile_path(path: str | Path, cues: list | None = None, source: DataSource = DataSource(),
-                 shots=None, compact: bool = False) -> tuple:
+def compile_path(path: str | Path, cues: list[str] | None = None, source: DataSource = DataSource(),
+                 shots: Shots | None = None, compact: bool = False) -> tuple[Timeline, list[str]]:
     """Load the rite's data from ``source`` (default: the packaged data) and compile the cue sheet
     at ``path`` (with the calls of the shot log ``shots`` when given; only the cues ``cues``, cut
     from the whole as :func:`compile_sheet` says). Returns (Timeline, warnings)."""
@@ -145,7 +158,7 @@ def compile_path(path: str | Path, cues: list | None = None, source: DataSource 
                          compact, yard)
 
 
-def compile_file(path: str | Path, cues: list | None = None, source: DataSource = DataSource(),
+def compile_file(path: str | Path, cues: list[str] | None = None, source: DataSource = DataSource(),
                  compact: bool = False) -> Timeline:
     """Compile the cue sheet at ``path`` (optionally only the cue ids ``cues``) to a Timeline."""
     return compile_path(path, cues, source, compact=compact)[0]

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from yuexuan.errors import UserError
-from yuexuan.rite import cuesheet, variants as variants_mod
+from yuexuan.rite import cuesheet
+from yuexuan.rite import variants as variants_mod
+from yuexuan.rite.cuesheet_records import CueSpec
+from yuexuan.rite.instruments import Instrument
 from yuexuan.rite.suspension import Rank
 from yuexuan.rite.tuning import Pitch, hz_to_midi
-from yuexuan.timeline import Note
+from yuexuan.timeline import Beat, Note
 
 INTRO_STEP_S = 0.6        # spacing of the opening strokes (鼗, 朔鼙, 应鼙) of a music cue
 INTRO_TAIL_S = 0.6        # from the last opening stroke to the first note
@@ -24,6 +28,8 @@ MAX_NOTES = 5_000_000     # refuse to build more sounded events than this (memor
 MAX_TIMELINE_S = 24 * 3600.0   # a compiled selection may last at most a day
 
 HUNG_SIDES = ("东", "西", "北", "南")    # the 县 sides a rank may hang (ceremony/suspension.toml)
+#: (Hz, MIDI key, cents, 律 name) of a sounding pitch
+PitchFacts = tuple[float, int, float, str]
 VELOCITY = {"melody": 84, "phrase_accent": 12, "建鼓": 104, "鼙": 88, "鼗": 80, "鑮": 96}
 
 
@@ -31,7 +37,7 @@ class Placed(NamedTuple):
     """One cue's notes placed: what its :class:`~yuexuan.timeline.Cue` record needs."""
 
     end: float                # s
-    phrases: list             # phrase start times, s
+    phrases: list[float]      # phrase start times, s
     beat_s: float             # the cue's metrical step, s (docs/timeline.md, "beat_s")
     reconstruction: bool = False
     piece: str | None = None  # the piece sounded, when not the cue's own (the rank's 射节 piece)
@@ -43,23 +49,25 @@ class Builder:
     """Mutable collector used while compiling one timeline."""
 
     sheet: cuesheet.CueSheet
-    insts: dict
+    insts: dict[str, Instrument]
     rank: Rank               # the sheet's rank: what it hangs, its substitutes (ceremony/suspension.toml)
     bei_struck: bool
-    voice_offsets: dict = field(default_factory=dict)   # instrument name -> velocity offset (O32)
-    notes: list = field(default_factory=list)
-    beats: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
-    _pitch_facts: dict = field(default_factory=dict)   # sounding Pitch -> (hz, midi, cents, name)
-    logged_rounds: frozenset = frozenset()   # rounds a shot log (--shots) covers: compiler/logged.py
-    narrowed: frozenset = frozenset()        # instruments a variant narrowed (O11, O12): :func:`nearest_in_set`
+    voice_offsets: dict[str, int] = field(default_factory=dict)   # instrument name -> velocity offset (O32)
+    notes: list[Note] = field(default_factory=list)
+    beats: list[Beat] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # sounding Pitch -> (hz, midi, cents, name)
+    _pitch_facts: dict[Pitch, PitchFacts] = field(default_factory=dict)
+    logged_rounds: frozenset[int] = frozenset()   # rounds a shot log (--shots) covers: compiler/logged.py
+    # instruments a variant narrowed (O11, O12): :func:`nearest_in_set`
+    narrowed: frozenset[str] = frozenset()
 
     def strings_decide(self, round_: int) -> bool:
         """Whether the cue sheet's ``hits`` strings make the calls of ``round_`` (no shot log
         covers it)."""
         return round_ not in self.logged_rounds
 
-    def pitch_facts(self, sounding: Pitch) -> tuple:
+    def pitch_facts(self, sounding: Pitch) -> PitchFacts:
         """(Hz, MIDI key, cents, name) of a sounding pitch, computed once per pitch."""
         facts = self._pitch_facts.get(sounding)
         if facts is None:
@@ -69,25 +77,25 @@ class Builder:
         return facts
 
     @property
-    def sides(self) -> tuple:
+    def sides(self) -> tuple[str, ...]:
         return self.rank.sides
 
-    def present(self, inst) -> bool:
+    def present(self, inst: Instrument) -> bool:
         """Is ``inst`` there at the rank: hung on one of its sides (ceremony/suspension.toml), or not a
         hung instrument at all (堂上, 堂下, 侯)."""
         return inst.xian not in HUNG_SIDES or inst.name in self.rank.instruments
 
-    def available(self, inst) -> bool:
+    def available(self, inst: Instrument) -> bool:
         """Is ``inst`` present and sounding: 建鼓·北 only when struck (O10)."""
         if not self.present(inst):
             return False
-        if inst.kind == "建鼓" and inst.xian == "北" and not self.bei_struck:
+        if inst.kind == "建鼓" and inst.xian == "北" and not self.bei_struck:  # noqa: SIM103  (a guard per reason)
             return False
         return True
 
-    def _present(self, tokens, cue_sides=None) -> list:
+    def _present(self, tokens: Iterable[str], cue_sides: Collection[str] | None = None) -> list[Instrument]:
         """Available instruments named or of the kinds in ``tokens``; kinds only on ``cue_sides``."""
-        out = []
+        out: list[Instrument] = []
         for tok in tokens:
             if tok in self.insts:
                 cand = [self.insts[tok]]
@@ -97,11 +105,12 @@ class Builder:
             out.extend(i for i in cand if self.available(i) and i not in out)
         return out
 
-    def resolve(self, tokens, cue_sides=None, substitute: bool = True) -> list:
+    def resolve(self, tokens: Iterable[str], cue_sides: Collection[str] | None = None,
+                substitute: bool = True) -> list[Instrument]:
         """Instrument names or kinds → available instruments (layout order, no repeats). A token the
         rank lacks is replaced by the rank's substitute for it (ceremony/suspension.toml ``[[substitute]]``)
         unless ``substitute`` is false."""
-        out = []
+        out: list[Instrument] = []
         for tok in tokens:
             found = self._present([tok], cue_sides)
             if not found and substitute:
@@ -112,8 +121,8 @@ class Builder:
         order = list(self.insts)
         return sorted(out, key=lambda i: order.index(i.name))
 
-    def note(self, spec, t, dur, inst, pitch: Pitch | None, velocity, lyric=None, key="melody",
-             spoken=False):
+    def note(self, spec: CueSpec, t: float, dur: float, inst: Instrument, pitch: Pitch | None,
+             velocity: float, lyric: str | None = None, key: str = "melody", spoken: bool = False) -> None:
         """Sound ``inst`` at ``t`` s for ``dur`` s. Unpitched bodies and ``spoken`` calls (a voice
         without a pitch: ``hz`` None, MIDI key :data:`SPOKEN_KEY` unless the body has a GM drum key)."""
         if len(self.notes) >= MAX_NOTES:
@@ -128,7 +137,8 @@ class Builder:
             pitch = inst.pitch_set[0]
         elif not inst.can_sound(pitch):
             if inst.name in self.narrowed:
-                return self.note(spec, t, dur, inst, nearest_in_set(pitch, inst.pitch_set), velocity, lyric, key)
+                return self.note(spec, t, dur, inst, nearest_in_set(pitch, inst.pitch_set), velocity, lyric,
+                                 key)
             raise UserError(f"cue {spec.id!r}: {inst.name} cannot sound {pitch.name} (its pitch set: "
                             f"{' '.join(p.name for p in inst.pitch_set)}; see {inst.file})",
                             file=self.sheet.file, line=spec.line, key=key)
@@ -140,29 +150,29 @@ class Builder:
         self.notes.append(Note(t, dur, inst.name, spec.id, midi, hz, velocity, name, cents, lyric))
 
 
-def nearest_in_set(pitch: Pitch, pitch_set: tuple) -> Pitch:
+def nearest_in_set(pitch: Pitch, pitch_set: tuple[Pitch, ...]) -> Pitch:
     """The 律 of ``pitch_set`` nearest to ``pitch`` in pitch class (ties: the lower): what a body
     whose set a variant narrowed (O11, O12; ceremony/variants.toml) sounds for a note outside it."""
-    def distance(p):
+    def distance(p: Pitch) -> tuple[int, int]:
         d = (p.lv - pitch.lv) % 12
         return min(d, 12 - d), p.lv + 12 * p.octave
     return min(pitch_set, key=distance)
 
 
-def gong_voices(vdefs: dict, chosen: dict, rank: str) -> dict:
+def gong_voices(vdefs: dict[str, Any], chosen: dict[str, str], rank: str) -> dict[str, int]:
     """{instrument name: number of players} of the 工 at ``rank`` under O32 (variant gong_size)."""
     if "gong_size" not in vdefs:
         return {}
     return dict(variants_mod.effect(vdefs, chosen, "gong_size").get(rank, {}))
 
 
-def voice_offsets(voices: dict, insts: dict) -> dict:
+def voice_offsets(voices: dict[str, int], insts: dict[str, Instrument]) -> dict[str, int]:
     """Velocity offset of each voiced instrument: 8 steps per doubling of its players over the
     number its file gives (6 歌, 4 瑟); an assumption of ours, documented in ceremony/variants.toml."""
     return {name: round(8 * math.log2(n / insts[name].count)) for name, n in voices.items() if name in insts}
 
 
-def rank_facts(inst, voices: dict) -> dict:
+def rank_facts(inst: Instrument, voices: dict[str, int]) -> dict[str, Any]:
     """The timeline's facts of ``inst``, its ``count`` the rank's number of players (O32)."""
     facts = inst.facts()
     if inst.name in voices:

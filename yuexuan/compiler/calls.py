@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from yuexuan.compiler.builder import CALL_DELAY_S, CALL_LEN_S, CALL_STEP_S, Builder, Placed
-from yuexuan.rite import cuesheet, variants as variants_mod
+from yuexuan.rite import cuesheet
+from yuexuan.rite import variants as variants_mod
+from yuexuan.rite.cuesheet_records import CueSpec, Pair
 from yuexuan.rite.cuesheet_roster import miss_place
 from yuexuan.rite.tuning import parse_pitch, wusheng
 from yuexuan.rite.vocabulary import ZHENG_CALLS
@@ -16,7 +20,7 @@ ZHENG_LEN_S = 0.7         # one spoken syllable, s
 ZHENG_VELOCITY = 90
 
 
-def huo_calls(b: Builder, spec, t_arrow: float):
+def huo_calls(b: Builder, spec: CueSpec, t_arrow: float) -> None:
     """The 获者's two calls after a hit: 举旌以宫 (loud), 偃旌以商 (soft)."""
     caller = b.insts.get("获者")
     if caller is None or not b.available(caller):
@@ -26,7 +30,7 @@ def huo_calls(b: Builder, spec, t_arrow: float):
         b.note(spec, t_arrow + delay, length, caller, parse_pitch(ws[sheng]), vel, lyric="获", key="calls")
 
 
-def zheng_calls(b: Builder, spec, t_arrow: float, where: str):
+def zheng_calls(b: Builder, spec: CueSpec, t_arrow: float, where: str) -> None:
     """The 大射正's spoken call on a 公's arrow that missed, :data:`ZHENG_DELAY_S` after it was
     loosed at ``t_arrow`` s: ``where`` 留 (low or short), 扬 (high, over), 方 (left or right) —
     「下曰留，上曰扬，左右曰方」 [001]; 注 「若不中，使君当知而改其度」 [000]."""
@@ -39,14 +43,14 @@ def zheng_calls(b: Builder, spec, t_arrow: float, where: str):
            key="calls", spoken=True)
 
 
-def arrow_calls(b: Builder, spec, pair, round_: int, k: int, t_arrow: float):
+def arrow_calls(b: Builder, spec: CueSpec, pair: Pair, round_: int, k: int, t_arrow: float) -> None:
     """The calls that follow the k-th arrow (0-based, shooting order) of ``pair`` in ``round_``,
     loosed at ``t_arrow`` s, by the cue sheet's ``hits`` marks: the 获者's on a hit, the 大射正's
     on a miss of the 公 whose place is marked (a ``.`` miss of the 公 gets a warning, no call)."""
     if pair.hit(round_, k):
         huo_calls(b, spec, t_arrow)
         return
-    role, archer = pair.shooter(k)
+    _, archer = pair.shooter(k)
     if archer.rank != "公":
         return
     where = miss_place(pair, round_, k)
@@ -57,7 +61,7 @@ def arrow_calls(b: Builder, spec, pair, round_: int, k: int, t_arrow: float):
                           "has no place (留, 扬 or 方), so the 大射正 does not call it")
 
 
-def calls_cue(b: Builder, spec, t0: float, vdefs: dict) -> Placed:
+def calls_cue(b: Builder, spec: CueSpec, t0: float, vdefs: dict[str, Any]) -> Placed:
     """The 负侯者's calls at their offsets; the beat is :data:`CALL_STEP_S`.
 
     A call marked ``plain`` is spoken (no pitch) unless O16 (``fuhou_round3``) restores 宫 and 商;
@@ -66,7 +70,8 @@ def calls_cue(b: Builder, spec, t0: float, vdefs: dict) -> Placed:
     gongshang = variants_mod.effect(vdefs, b.sheet.variants, "fuhou_round3")["gongshang"]
     if calls and all(c.plain for c in calls) and gongshang:
         c = calls[0]
-        calls = [cuesheet.Call(c.who, "宫", c.word, 0.0, 3.5, 100), cuesheet.Call(c.who, "商", c.word, 5.0, 2.5, 90)]
+        calls = [cuesheet.Call(c.who, "宫", c.word, 0.0, 3.5, 100),
+                 cuesheet.Call(c.who, "商", c.word, 5.0, 2.5, 90)]
     held = variants_mod.effect(vdefs, b.sheet.variants, "fuhou_gongshang")["held"] \
         if "fuhou_gongshang" in vdefs else False
     ws = wusheng(b.sheet.gong.lv)

@@ -9,20 +9,23 @@ calls is the checker's rule (:func:`yuexuan.scoring.shiho.huo_called`: one sourc
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from yuexuan.scoring import shiho
-from yuexuan.scoring.shots import Shots
+from yuexuan.compiler.builder import Builder
 from yuexuan.compiler.calls import huo_calls, zheng_calls
 from yuexuan.rite import variants as variants_mod
-from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
+from yuexuan.rite.cuesheet_records import SHOOTING_KINDS, CueSpec
 from yuexuan.rite.vocabulary import RESULTS, ZHENG_CALLS
+from yuexuan.scoring import shiho
+from yuexuan.scoring.shots import Shots
 
 #: the log's result codes the 大射正 calls (:data:`~yuexuan.rite.vocabulary.ZHENG_CALLS`)
 _ZHENG_CODES = np.array([RESULTS.index(w) for w in ZHENG_CALLS])
 
 
-def cue_round(spec) -> int | None:
+def cue_round(spec: CueSpec) -> int | None:
     """The round a shooting cue holds: its ``round``, else 1 (shoot) or 3 (shejie); None for a cue
     that does not shoot."""
     if spec.kind not in SHOOTING_KINDS:
@@ -33,7 +36,7 @@ def cue_round(spec) -> int | None:
 class LoggedCalls:
     """The calls of one shot log, sounded cue by cue while compiling; remembers the rows used."""
 
-    def __init__(self, shots: Shots, vdefs: dict, chosen: dict):
+    def __init__(self, shots: Shots, vdefs: dict[str, Any], chosen: dict[str, str]) -> None:
         self.shots = shots
         counted = variants_mod.effect(vdefs, chosen, "gong_outside_hu")["counted"]      # O21
         settings = shiho.Settings(gong_outside_hu=counted)
@@ -42,11 +45,11 @@ class LoggedCalls:
         self.used = np.zeros(len(shots), dtype=bool)
 
     @property
-    def rounds(self) -> frozenset:
+    def rounds(self) -> frozenset[int]:
         """The rounds the log covers."""
         return frozenset(int(r) for r in np.unique(self.shots.round))
 
-    def sound(self, b, spec, t0: float, end: float) -> None:
+    def sound(self, b: Builder, spec: CueSpec, t0: float, end: float) -> None:
         """Sound the calls of the log's rows of ``spec``'s round loosed within [t0, end] s."""
         s = self.shots
         rows = np.flatnonzero((s.round == cue_round(spec)) & (s.time >= t0) & (s.time <= end)
@@ -57,7 +60,7 @@ class LoggedCalls:
         for i in rows[self.zheng[rows]].tolist():
             zheng_calls(b, spec, float(s.time[i]), RESULTS[s.result[i]])
 
-    def warnings(self) -> list:
+    def warnings(self) -> list[str]:
         """One warning for the rows that fell in no compiled cue of their round (not sounded)."""
         left = np.flatnonzero(~self.used)
         if not left.size:

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from yuexuan.compiler.builder import BO_STEPS, INTRO_STEP_S, INTRO_TAIL_S, STROKE_S, VELOCITY, Builder, Placed
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
+from yuexuan.rite.cuesheet_records import CueSheet, CueSpec
+from yuexuan.rite.pieces import Piece
 
 
-def cue_sides(spec, sheet, vdefs):
+def cue_sides(spec: CueSpec, sheet: CueSheet, vdefs: dict[str, Any]) -> tuple[str, ...] | None:
     if spec.xian_variant:
         key, who = spec.xian_variant
         return tuple(variants_mod.effect(vdefs, sheet.variants, key)[who])
     return spec.xian
 
 
-def note_step(b: Builder, spec, pieces: dict, title: str) -> float:
+def note_step(b: Builder, spec: CueSpec, pieces: Mapping[str, Piece], title: str) -> float:
     """Seconds per note of ``title`` in this cue: one syllable if it has words, else one note."""
     piece = pieces.get(title)
     if piece is None:
@@ -26,7 +31,8 @@ def note_step(b: Builder, spec, pieces: dict, title: str) -> float:
     return spec.note_seconds or b.sheet.note_seconds
 
 
-def music_cue(b: Builder, spec, t0: float, pieces: dict, vdefs: dict) -> Placed:
+def music_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece],
+              vdefs: dict[str, Any]) -> Placed:
     """A played or sung cue; its beat is one note step of its first piece (:func:`note_step`)."""
     sheet = b.sheet
     sides = cue_sides(spec, sheet, vdefs)
@@ -64,7 +70,7 @@ def music_cue(b: Builder, spec, t0: float, pieces: dict, vdefs: dict) -> Placed:
     target = None
     if spec.open_ended:
         target = spec.default_seconds or sheet.open_ended_seconds
-    phrases = []
+    phrases: list[float] = []
     reconstruction = False
     run = 0
     while True:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from yuexuan.compiler.builder import STROKE_S, VELOCITY, Builder, Placed
 from yuexuan.compiler.calls import arrow_calls
 from yuexuan.compiler.music import cue_sides
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
+from yuexuan.rite.courtyard import Courtyard
+from yuexuan.rite.cuesheet_records import CueSpec
+from yuexuan.rite.pieces import Piece
+from yuexuan.rite.suspension import Rank
 from yuexuan.timeline import Beat
 
 
-def shoot_cue(b: Builder, spec, t0: float) -> Placed:
+def shoot_cue(b: Builder, spec: CueSpec, t0: float) -> Placed:
     """An unaccompanied round: the calls after each arrow (获 on a hit, the 大射正's on a miss of
     the 公); the beat is the arrow step."""
     pairs = b.sheet.pair_selection(spec.pairs)
@@ -26,7 +33,8 @@ def shoot_cue(b: Builder, spec, t0: float) -> Placed:
     return Placed(t, phrases, spec.arrow_seconds)
 
 
-def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: dict) -> Placed:
+def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece], ranks: dict[str, Rank],
+               vdefs: dict[str, Any]) -> Placed:
     """The 射节 of round 3; the beat is one syllable of the sung line, jie_seconds / syllables_per_jie."""
     sheet, sj = b.sheet, b.sheet.shejie
     n_jie = ranks[sheet.rank].shejie_jie
@@ -76,7 +84,8 @@ def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: di
                 if shooting:
                     arrow_index = 2 * (j - heard - 1) + k          # 0..7 in shooting order
                     role, archer = pair.shooter(arrow_index)
-                    b.beats.append(Beat(ts, spec.id, pair.id, j, True, role, archer.name, j - heard, archer.rank))
+                    b.beats.append(Beat(ts, spec.id, pair.id, j, True, role, archer.name, j - heard,
+                                        archer.rank))
                     if b.strings_decide(rnd):                                  # else the log's
                         arrow_calls(b, spec, pair, rnd, arrow_index, ts)
                 else:
@@ -92,7 +101,7 @@ def shejie_cue(b: Builder, spec, t0: float, pieces: dict, ranks: dict, vdefs: di
     return Placed(t0 + g * J, phrases, J / spj, piece.reconstruction, title, rank_source)
 
 
-def shejie_piece(b: Builder, spec, rank, pieces) -> tuple:
+def shejie_piece(b: Builder, spec: CueSpec, rank: Rank, pieces: Mapping[str, Piece]) -> tuple[str, str]:
     """(title, source) of the 射节 piece: the rank's (礼记·射义, ceremony/suspension.toml) when the cue
     names none; the cue's own when it names one (a scholar's choice), with a warning naming the
     rank's own when they differ."""
@@ -108,7 +117,7 @@ def shejie_piece(b: Builder, spec, rank, pieces) -> tuple:
     return spec.piece, ""
 
 
-def target_flights(yard, arrow_speed_m_s: float) -> dict:
+def target_flights(yard: Courtyard | None, arrow_speed_m_s: float) -> dict[str, dict[str, float]]:
     """侯 → the timeline's ``targets`` entry: its 侯道 (``distance_bu`` 貍步 × ``bu_m``, metres,
     from ceremony/courtyard.toml), the arrow's mean speed (the cue sheet's ``[hits_midi]``
     ``arrow_speed_m_s``, INFERENCE) and the flight, seconds. ``yard`` None: {} (no courtyard)."""

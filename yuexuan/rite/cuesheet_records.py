@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from yuexuan.rite.cuesheet_hits import HitsMidi
+    from yuexuan.rite.tuning import Pitch
 
 CUE_KINDS = ("music", "calls", "shoot", "shejie")
 SHOOTING_KINDS = ("shoot", "shejie")       # the cues of the three rounds (docs/timeline.md)
@@ -93,7 +98,7 @@ class Ceremony:
     name: str
     rank: str                 # 天子 | 诸侯 | 卿大夫 | 士
     huangzhong_hz: float
-    gong: object              # tuning.Pitch: the 宫 of the rite's mode (calls 以宫 … 以商)
+    gong: Pitch               # the 宫 of the rite's mode (calls 以宫 … 以商)
     gap_seconds: float
     syllable_seconds: float
     note_seconds: float
@@ -118,7 +123,7 @@ class CueSheet(Ceremony):
     pairs: tuple[Pair, ...]
     cues: tuple[CueSpec, ...]
     text: str = field(default="", repr=False)
-    hits_midi: object = None  # cuesheet_hits.HitsMidi: a hit sensor's note → 侯 map, or None
+    hits_midi: HitsMidi | None = None  # a hit sensor's note → 侯 map, or None
 
     def pair_selection(self, names: Iterable[str]) -> list[Pair]:
         """Pairs named by group or id, in roster order within each name, names in the given order."""
