@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from yuexuan.live.judge import Judge
     from yuexuan.live.judging import Hub
     from yuexuan.live.program import Program
+    from yuexuan.live.scheduler import TimingSummary
     from yuexuan.rite.cuesheet_hits import HitsMidi
     from yuexuan.scoring.logwrite import ShotLogWriter
     from yuexuan.timeline import Timeline
@@ -41,8 +42,7 @@ RT_PRIORITY = 5         # SCHED_FIFO priority of the scheduler thread: below JAC
 LIVE_JUDGING_OPTIONS = (   # (flag, metavar, help) of live judging (docs/play.md, "Live judging")
     ("--osc", "[HOST:]PORT", "listen for OSC over UDP (default host 127.0.0.1): shots judged live "
      "(/yuexuan/loose, /yuexuan/shot, /yuexuan/correct) and show control (/yuexuan/go, stop, "
-     "hold, resume, panic); "
-     "see docs/play.md"),
+     "hold, resume, panic); see docs/play.md"),
     ("--osc-out", "HOST:PORT", "send OSC there: /yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, "
      "/yuexuan/tally"),
     ("--shots-log", "FILE", "append every shot judged live to FILE (check --format csv columns, "
@@ -50,7 +50,7 @@ LIVE_JUDGING_OPTIONS = (   # (flag, metavar, help) of live judging (docs/play.md
 )
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cues_file", metavar="CUES", nargs="?",
                    help="cue sheet (TOML) or a saved timeline (.json)")
     p.add_argument("--port", metavar="NAME",
@@ -100,7 +100,8 @@ def add_arguments(p) -> None:
     rules_mod.add_arguments(p)
 
 
-def program_for(args, judged: bool = False):
+def program_for(args: argparse.Namespace,
+                judged: bool = False) -> tuple[Program, Timeline, dict[str, Any]]:
     """The compiled, windowed programme for ``args`` (timeline → MIDI messages → cues), the
     timeline, and the live calls (:func:`live_calls.call_templates`; {} unless ``judged``). When
     shots are judged live the compiled 获 and 大射正 calls of the shooting cues are left out."""
@@ -112,7 +113,7 @@ def program_for(args, judged: bool = False):
         if not args.cues_file.lower().endswith(".json"):
             raise
         raise UserError(f"not a playable timeline ({exc})", file=args.cues_file) from None
-    calls = {}
+    calls: dict[str, Any] = {}
     if judged:
         calls = live_calls.call_templates(tl, messages)
         messages = live_calls.without_calls(
@@ -120,7 +121,7 @@ def program_for(args, judged: bool = False):
     return build_program(tl, messages, None, args.from_s, args.until_s), tl, calls
 
 
-def _live_judge(args, timeline):
+def _live_judge(args: argparse.Namespace, timeline: Timeline) -> Judge:
     """For live judging: the Judge of the one timeline played, at the whole ceremony's seconds
     (a shot log's, :func:`yuexuan.timeline.at_ceremony_times`), with ``check``'s rules."""
     from yuexuan.live.judge import Judge, round_rosters
@@ -135,7 +136,7 @@ def _live_judge(args, timeline):
     return judge
 
 
-def _shots_log(args):
+def _shots_log(args: argparse.Namespace) -> ShotLogWriter | None:
     """``--shots-log``'s writer (None without it); a repaired file is said on stderr."""
     if not args.shots_log:
         return None
@@ -157,8 +158,7 @@ def _print_ports(api: str) -> None:
 
 @dataclass(frozen=True)
 class _Plan:
-    """What ``play`` will do, every option checked and the programme compiled before any port
-    opens."""
+    """What ``play`` will do: every option checked, the programme compiled; no port open yet."""
     program: Program                    # the windowed MIDI programme
     timeline: Timeline                  # the timeline played
     calls: dict[str, Any]               # the live calls' templates ({} unless judged)
@@ -251,7 +251,7 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
     if rig.listener is not None:
         rig.listener.start()
         stack.callback(rig.listener.stop)
-    if args.hits_midi:
+    if plan.sensor_map is not None:     # --hits-midi
         from yuexuan.live import hits
         _, sensor = hits.open_sensor(args.api, args.hits_midi, rig.hub, plan.sensor_map,
                                      plan.timeline, _input_priority(args))
@@ -267,7 +267,7 @@ def _show(plan: _Plan, out: ports.Output, ended: queue.Queue[Any]) -> JudgedShow
         hooks.update(on_cue=plan.notify.cue, on_beat=plan.notify.beat)
     if plan.judge is not None:
         hooks["on_cue_end"] = ended.put
-    return JudgedShow(plan.program, out.send, plan.options, port_name=out.port_name,
+    return JudgedShow(plan.program, out.send, plan.options, port_name=out.port_name or "",
                       beats=plan.timeline.beats, **hooks)
 
 
@@ -280,11 +280,10 @@ def _last_screen(rig: _Rig) -> None:
 
 def _process_settings(stack: contextlib.ExitStack, quiet_root_logger: bool) -> None:
     """Set what ``play`` changes for the whole process, each restored by ``stack`` on exit:
-    SIGTERM ends the show as Ctrl-C does; a 0.5 ms GIL switch interval, so that the scheduler
-    thread takes the GIL promptly; with ``quiet_root_logger``, a NullHandler on the root logger,
-    as python-osc logs odd datagrams with ``logging.warning``, which would print over the
-    operator's screen (an argument of an unknown type is dropped, and the message then reported
-    as bad for its count)."""
+    SIGTERM ends the show as Ctrl-C does; a 0.5 ms GIL switch interval (the scheduler thread takes
+    the GIL promptly); with ``quiet_root_logger`` a NullHandler on the root logger: python-osc's
+    ``logging.warning`` on an odd datagram would print over the screen (its message is reported
+    as bad anyway)."""
     old_int = signal.getsignal(signal.SIGINT)
     stack.callback(signal.signal, signal.SIGINT, signal.SIG_DFL if old_int is None else old_int)
     stack.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _on_term))
@@ -383,7 +382,7 @@ def _finish(args: argparse.Namespace, plan: _Plan, rig: _Rig, interrupted: bool)
     return 0
 
 
-def _cues_ended(ended: queue.Queue, hub) -> None:
+def _cues_ended(ended: queue.Queue[Any], hub: Hub | None) -> None:
     """Tell the hub of the cues that ended (a round's announcement when its cue ends). The
     scheduler thread queues them: it holds the show's lock, which the hub's shots take after
     their own."""
@@ -391,7 +390,7 @@ def _cues_ended(ended: queue.Queue, hub) -> None:
         hub.cue_ended(ended.get())
 
 
-def _report(show, summary) -> dict:
+def _report(show: JudgedShow, summary: TimingSummary) -> dict[str, Any]:
     return {"timing_ms": {"count": summary.count, "p50": summary.p50_ms, "p95": summary.p95_ms,
                           "p99": summary.p99_ms, "max": summary.max_ms},
             "anchors": [{"cues": list(c), "anchor_monotonic": a} for c, a in show.anchors],

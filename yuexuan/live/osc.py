@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pythonosc import osc_packet
 from pythonosc.dispatcher import Dispatcher
@@ -36,6 +39,9 @@ from pythonosc.osc_server import BlockingOSCUDPServer
 from pythonosc.udp_client import SimpleUDPClient
 
 from yuexuan.errors import UserError
+
+if TYPE_CHECKING:
+    from yuexuan.timeline import Beat, Cue
 
 PREFIX = "/yuexuan/"
 COMMANDS = {"go": "go", "stop": "stop", "hold": "toggle-hold", "resume": "resume",
@@ -60,7 +66,7 @@ class Loose:
 
 @dataclass(frozen=True)
 class Shot:
-    fields: dict                    # archer rank role target result [pair] [round] as sent
+    fields: dict[str, str | int]    # archer rank role target result [pair] [round] as sent
     arrival: float                  # monotonic s
 
 
@@ -85,15 +91,19 @@ class Bad:
     arrival: float
 
 
-def _is_text(v) -> bool:
+Record: TypeAlias = "Loose | Shot | Correction | Command | Bad"    # what the listener delivers
+Parser: TypeAlias = "Callable[[str, tuple[Any, ...], float], Record]"
+
+
+def _is_text(v: object) -> bool:
     return isinstance(v, str)
 
 
-def _is_number(v) -> bool:
+def _is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _loose(address: str, args: tuple, arrival: float):
+def _loose(address: str, args: tuple[Any, ...], arrival: float) -> Loose | Bad:
     """/yuexuan/loose archer [time]."""
     if not 1 <= len(args) <= 2 or not _is_text(args[0]) or not args[0].strip():
         return Bad(f"{address}: expected archer (string) [time (timeline seconds)]", arrival)
@@ -102,7 +112,7 @@ def _loose(address: str, args: tuple, arrival: float):
     return Loose(args[0].strip(), float(args[1]) if len(args) == 2 else None, arrival)
 
 
-def _shot(address: str, args: tuple, arrival: float):
+def _shot(address: str, args: tuple[Any, ...], arrival: float) -> Shot | Bad:
     """/yuexuan/shot archer rank role target result [pair] [round]."""
     n = len(SHOT_FIELDS)
     if not n <= len(args) <= n + 2 or not all(map(_is_text, args[:n])):
@@ -116,7 +126,7 @@ def _shot(address: str, args: tuple, arrival: float):
     return Shot({**dict(zip(SHOT_FIELDS, args[:n])), **dict(zip(SHOT_OPTIONAL, more))}, arrival)
 
 
-def _correct(address: str, args: tuple, arrival: float):
+def _correct(address: str, args: tuple[Any, ...], arrival: float) -> Correction | Bad:
     """/yuexuan/correct archer arrow result [target]."""
     if (not 3 <= len(args) <= 4 or not _is_text(args[0]) or not isinstance(args[1], int)
             or isinstance(args[1], bool) or not all(map(_is_text, args[2:]))):
@@ -126,25 +136,25 @@ def _correct(address: str, args: tuple, arrival: float):
                       arrival)
 
 
-def _command(name: str):
+def _command(name: str) -> Parser:
     """The parser of a control address: its arguments are ignored."""
-    def command(address: str, args: tuple, arrival: float) -> Command:
+    def command(address: str, args: tuple[Any, ...], arrival: float) -> Command:
         return Command(name, arrival)
     return command
 
 
-def _unknown(address: str, args: tuple, arrival: float) -> Bad:
+def _unknown(address: str, args: tuple[Any, ...], arrival: float) -> Bad:
     *most, last = MESSAGES
     return Bad(f"{address}: unknown address (expected {', '.join(most)} or {last})", arrival)
 
 
-MESSAGES = {PREFIX + "loose": _loose, PREFIX + "shot": _shot, PREFIX + "correct": _correct,
+MESSAGES: dict[str, Parser] = {PREFIX + "loose": _loose, PREFIX + "shot": _shot, PREFIX + "correct": _correct,
             **{PREFIX + word: _command(name) for word, name in COMMANDS.items()}}
 """Each address in → its parser, ``(address, args, arrival) → record``; :class:`OscListener`
 maps each on python-osc's dispatcher, and :func:`_unknown` is its default handler."""
 
 
-def parse(address: str, args: tuple, arrival: float):
+def parse(address: str, args: tuple[Any, ...], arrival: float) -> Record:
     """The message at ``address`` with ``args`` as a record, as the listener makes it (without a
     socket: the same parsers); :class:`Bad` says what is wrong."""
     return MESSAGES.get(address, _unknown)(address, args, arrival)
@@ -193,19 +203,21 @@ class _Server(BlockingOSCUDPServer):
     one that :func:`datagram_fault` refuses; every message of a datagram it lets through has that
     arrival (one thread: datagrams are handled one at a time)."""
 
-    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher, on_bad):
+    def __init__(self, address: tuple[str, int], dispatcher: Dispatcher,
+                 on_bad: Callable[[Bad], None]):
         self.on_bad = on_bad
         self.arrival = 0.0              # monotonic s of the datagram being handled
         super().__init__(address, dispatcher)
 
-    def verify_request(self, request, client_address) -> bool:
+    def verify_request(self, request: tuple[bytes, socket.socket],  # type: ignore[override]  # UDP
+                       client_address: tuple[str, int]) -> bool:
         self.arrival = time.monotonic()     # first, before anything is parsed
         why = datagram_fault(request[0], client_address)
         if why is not None:
             self.on_bad(Bad(why, self.arrival))
         return why is None
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: Any, client_address: Any) -> None:
         """socketserver prints a traceback here; a datagram that breaks is reported instead."""
         self.on_bad(Bad(f"a datagram from {client_address[0]} could not be handled "
                         f"({sys.exc_info()[1]!r})", self.arrival))
@@ -218,7 +230,8 @@ class OscListener:
     should not wait behind other processes on a busy machine); :attr:`realtime` says if it got it.
     """
 
-    def __init__(self, host: str, port: int, deliver, rt_priority: int | None = None):
+    def __init__(self, host: str, port: int, deliver: Callable[[Record], None],
+                 rt_priority: int | None = None):
         self._deliver = self._safe(deliver)
         # strict_timing=False: a bundle's future timetag is not slept on (that would stall the
         # one thread); its messages are handled on arrival, as a single message is
@@ -236,10 +249,10 @@ class OscListener:
         self.realtime = False
         self._thread = threading.Thread(target=self._serve, daemon=True, name="yuexuan-osc")
 
-    def _handler(self, parser):
+    def _handler(self, parser: Parser) -> Callable[..., None]:
         """python-osc's handler for one address: the record, with its datagram's arrival, to
         ``deliver`` (returns None: nothing is sent back)."""
-        def handle(address: str, *args) -> None:
+        def handle(address: str, *args: Any) -> None:
             self._deliver(parser(address, args, self.server.arrival))
         return handle
 
@@ -253,9 +266,9 @@ class OscListener:
         self.server.serve_forever(poll_interval=0.05)
 
     @staticmethod
-    def _safe(deliver):
+    def _safe(deliver: Callable[[Record], None]) -> Callable[[Record], None]:
         """A failure in handling one message is reported as that message's, never raised."""
-        def safe(record):
+        def safe(record: Record) -> None:
             try:
                 deliver(record)
             except Exception as exc:          # any: the show must go on
@@ -283,7 +296,7 @@ class Double(float):
     float32 keeps only about 0.1 ms at 1000 s)."""
 
 
-def _tag(value) -> str:
+def _tag(value: object) -> str:
     if isinstance(value, Double):
         return OscMessageBuilder.ARG_TYPE_DOUBLE
     if isinstance(value, str):
@@ -293,7 +306,7 @@ def _tag(value) -> str:
     return OscMessageBuilder.ARG_TYPE_FLOAT
 
 
-def message(address: str, args: list):
+def message(address: str, args: list[Any]) -> OscMessage:
     """An OSC message with each argument's type tag (``s``, ``i``, ``f``, ``d`` for a Double)."""
     b = OscMessageBuilder(address)
     for a in args:
@@ -301,12 +314,12 @@ def message(address: str, args: list):
     return b.build()
 
 
-def verdict_args(row: int, v) -> list:
+def verdict_args(row: int, v: Mapping[str, Any]) -> list[Any]:
     """The /yuexuan/verdict arguments: row (int, 1 = first shot), archer, round (int), time
     (timeline s, double), result, target ('' for a miss), released (int 1/0), reason, nearest
     beat (timeline s, double) and offset (ms, float) — both NaN outside round 3. ``v`` is a log
     row (a dict of ``check --format csv`` fields)."""
-    def number(x):
+    def number(x: Any) -> float:
         return float("nan") if x is None or x == "" else float(x)
     return [int(row), str(v["archer"]), int(v["round"]), Double(v["time"]), str(v["result"]),
             str(v.get("target") or ""), int(bool(v["released"])), str(v["reason"]),
@@ -316,7 +329,7 @@ def verdict_args(row: int, v) -> list:
 class OscOut:
     """``--osc-out HOST:PORT``: the show's notifications; a failed send is counted, never raised."""
 
-    def __init__(self, host: str, port: int):
+    def __init__(self, host: str, port: int) -> None:
         try:
             self.client = SimpleUDPClient(host, port)
         except OSError as exc:
@@ -324,22 +337,22 @@ class OscOut:
         self.failed = 0
         self._lock = threading.Lock()       # the scheduler and the OSC thread both send
 
-    def send(self, what: str, args: list) -> None:
+    def send(self, what: str, args: list[Any]) -> None:
         with self._lock:
             try:
                 self.client.send(message(OUT_ADDRESSES[what], args))
             except OSError:
                 self.failed += 1
 
-    def cue(self, cue) -> None:
+    def cue(self, cue: Cue) -> None:
         self.send("cue", [cue.id, cue.piece])
 
-    def beat(self, beat) -> None:
+    def beat(self, beat: Beat) -> None:
         self.send("beat", [beat.cue, beat.pair or "", int(beat.jie), beat.role or ""])
 
-    def verdict(self, row: int, v) -> None:
+    def verdict(self, row: int, v: Mapping[str, Any]) -> None:
         self.send("verdict", verdict_args(row, v))
 
-    def tally(self, t: dict, final: bool) -> None:
+    def tally(self, t: Mapping[str, Any], final: bool) -> None:
         self.send("tally", [int(t["round"]), int(t["右"]), int(t["左"]), str(t["announcement"]),
                             int(final)])

@@ -8,19 +8,23 @@ import queue
 import select
 import sys
 import threading
+from typing import TYPE_CHECKING, Any
 
 from yuexuan.live import operator
+
+if TYPE_CHECKING:
+    from yuexuan.live.judging import Hub
 
 
 class Terminal:
     """Raw key input and a redrawn status screen on a TTY; lines in, lines out otherwise."""
 
-    def __init__(self, commands: queue.Queue):
+    def __init__(self, commands: queue.Queue[str]) -> None:
         self.commands = commands
         self.tty = sys.stdin.isatty() and sys.stdout.isatty()
-        self._saved = None
+        self._saved: list[Any] | None = None        # the TTY's modes before (termios)
         self._stop = threading.Event()
-        self._last = None
+        self._last: tuple[str, str | None] | None = None
         self._notices_seen = 0
         self._said_seen = 0
         if self.tty:
@@ -51,7 +55,7 @@ class Terminal:
             if cmd:
                 self.commands.put(cmd)
 
-    def show(self, status, hub=None) -> None:
+    def show(self, status: operator.Status, hub: Hub | None = None) -> None:
         """Draw the screen (with the hub's latest verdicts), or print what changed, one a line."""
         if self.tty:
             judged = tuple(hub.screen()) if hub is not None else ()
