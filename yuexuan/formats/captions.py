@@ -3,6 +3,7 @@ writer of captions: the guide's captions come from :func:`vtt_text` too)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,7 +36,7 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).replace("-->", "→").split())
 
 
-def chapters(timeline: Timeline, duration_s: float) -> list:
+def chapters(timeline: Timeline, duration_s: float) -> list[Chapter]:
     """A :class:`Chapter` for each cue heard in a file of ``timeline`` (time 0 = the timeline's)
     that lasts ``duration_s``, clipped to the file, sorted."""
     out = []
@@ -56,7 +57,7 @@ def later_source_line(cue: Cue) -> str:
     return f"后世之谱，非周乐 · melody: {_one_line(cue.later_source)}, not a Zhou tune"
 
 
-def vtt_text(rows) -> str:
+def vtt_text(rows: Iterable[tuple[float, float, Cue]]) -> str:
     """WebVTT chapters from (start s, end s, cue) rows: one cue per ritual cue (piece · ritual
     moment, then the melody's later source if it has one, the quoted source, the gloss)."""
     lines = ["WEBVTT", "", "NOTE chapters of the rendered rite: piece, ritual moment, source", ""]
@@ -75,7 +76,7 @@ def vtt_text(rows) -> str:
     return "\n".join(lines)
 
 
-def cue_text(rows, audio_name: str, title: str) -> str:
+def cue_text(rows: Iterable[tuple[float, float, Cue]], audio_name: str, title: str) -> str:
     """A CUE sheet: one track per ritual cue, INDEX 01 at its start (mm:ss:ff, 75 frames/s)."""
     q = lambda s: _one_line(s).replace('"', "”")          # noqa: E731
     lines = ['REM GENERATOR "yuexuan render"', f'TITLE "{q(title)}"',
@@ -96,7 +97,7 @@ def cue_text(rows, audio_name: str, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_sidecars(timeline: Timeline, out_path: Path, rows) -> list:
+def write_sidecars(timeline: Timeline, out_path: Path, rows: Iterable[tuple[float, float, Cue]]) -> list[str]:
     """``OUT.vtt`` and ``OUT.cue`` beside ``out_path`` (atomically); their paths."""
     vtt = out_path.with_suffix(".vtt")
     cue = out_path.with_suffix(".cue")

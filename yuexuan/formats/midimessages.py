@@ -33,11 +33,13 @@ class Track:
     program: int | None       # GM program (None on the drum channel)
 
 
-def assign_tracks(tl: Timeline) -> list:
+def assign_tracks(tl: Timeline) -> list[Track]:
     """One track per instrument that sounds, in instrument order; drums share channel 10."""
     sounding = {n.instrument for n in tl.notes}
     names = [n for n in tl.instrument_names() if n in sounding]
-    tracks, free, by_program = [], [c for c in range(16) if c != DRUM_CHANNEL], {}
+    tracks: list[Track] = []
+    free = [c for c in range(16) if c != DRUM_CHANNEL]
+    by_program: dict[int | None, int] = {}
     pitched = {n.instrument for n in tl.notes if n.hz is not None}
     for name in names:
         program = tl.instruments.get(name, {}).get("gm_program")
@@ -56,12 +58,12 @@ def assign_tracks(tl: Timeline) -> list:
     return tracks
 
 
-def tuning_table(tl: Timeline) -> dict:
+def tuning_table(tl: Timeline) -> dict[int, float]:
     """{MIDI key: exact Hz} for every pitched note of the timeline.
 
     Raises ValueError if two different frequencies would need the same key.
     """
-    table = {}
+    table: dict[int, float] = {}
     for n in tl.notes:
         if n.hz is None:
             continue
@@ -71,7 +73,7 @@ def tuning_table(tl: Timeline) -> dict:
     return table
 
 
-def mts_single_note(table: dict, program: int = TUNING_PROGRAM) -> list:
+def mts_single_note(table: dict[int, float], program: int = TUNING_PROGRAM) -> list[mido.Message]:
     """MTS real-time single-note tuning change SysEx messages (≤ 127 keys each)."""
     out, items = [], sorted(table.items())
     for i in range(0, len(items), 127):
@@ -88,7 +90,7 @@ def mts_single_note(table: dict, program: int = TUNING_PROGRAM) -> list:
     return out
 
 
-def _rpn(channel: int, msb: int, lsb: int, value: int) -> list:
+def _rpn(channel: int, msb: int, lsb: int, value: int) -> list[mido.Message]:
     return [mido.Message("control_change", channel=channel, control=101, value=msb),
             mido.Message("control_change", channel=channel, control=100, value=lsb),
             mido.Message("control_change", channel=channel, control=6, value=value),
@@ -97,7 +99,7 @@ def _rpn(channel: int, msb: int, lsb: int, value: int) -> list:
             mido.Message("control_change", channel=channel, control=100, value=127)]
 
 
-def setup_messages(tl: Timeline, pitch_bend: bool = False) -> list:
+def setup_messages(tl: Timeline, pitch_bend: bool = False) -> list[tuple[str, mido.Message]]:
     """(track, Message) to send before time 0: tuning, bend range, programs."""
     tracks = assign_tracks(tl)
     out = []
@@ -135,7 +137,7 @@ class TimedMessage(NamedTuple):
 _OFF, _BEND, _ON = range(3)      # order of a note's messages at equal times
 
 
-def timeline_messages(tl: Timeline, pitch_bend: bool = False) -> list:
+def timeline_messages(tl: Timeline, pitch_bend: bool = False) -> list[TimedMessage]:
     """Every message of the timeline as :class:`TimedMessage` records, time-sorted.
 
     Setup messages (tuning, programs; cue None) come first at time 0. A note's pitch bend,

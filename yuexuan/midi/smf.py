@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 from typing import NamedTuple
 
 import mido
@@ -28,7 +29,7 @@ class TempoChange(NamedTuple):
     tempo_us: int
 
 
-def tempo_map(tl: Timeline) -> list:
+def tempo_map(tl: Timeline) -> list[TempoChange]:
     """One :class:`TempoChange` at each cue's start, by start time: a quarter note = the cue's
     ``beat_s``, to the microsecond. A beat longer than MIDI's longest quarter (:data:`MAX_TEMPO_US`,
     16.777215 s) is written as the fewest equal quarters that fit. 1 s a quarter with no cues."""
@@ -43,10 +44,10 @@ class TickMap:
     """Seconds → ticks through a tempo map (:func:`tempo_map`); before its first change the
     first tempo holds from 0 s."""
 
-    def __init__(self, changes: list, tpb: int = TICKS_PER_BEAT):
+    def __init__(self, changes: list[TempoChange], tpb: int = TICKS_PER_BEAT) -> None:
         self.starts, self.ticks_at, self.s_per_tick = [], [], []
         tick, prev = 0.0, TempoChange(min(0.0, changes[0].start_s), changes[0].tempo_us)
-        for ch in [prev] + list(changes):
+        for ch in [prev, *changes]:
             tick += (ch.start_s - prev.start_s) / (prev.tempo_us / 1e6 / tpb)
             self.starts.append(ch.start_s)
             self.ticks_at.append(tick)
@@ -65,7 +66,8 @@ def to_midifile(tl: Timeline, pitch_bend: bool = False) -> mido.MidiFile:
     tmap = TickMap(tempi)
     mf = mido.MidiFile(type=1, ticks_per_beat=TICKS_PER_BEAT, charset="utf-8")
     cond = [(0, mido.MetaMessage("track_name", name=CONDUCTOR))]
-    cond += [(0, mido.MetaMessage("text", text=f"{tl.ceremony.name} · {tl.ceremony.rank} {tl.ceremony.suspension}"
+    cond += [(0, mido.MetaMessage("text", text=f"{tl.ceremony.name} · {tl.ceremony.rank} "
+                                              f"{tl.ceremony.suspension}"
                                               f" · 黄钟 {tl.ceremony.huangzhong_hz:g} Hz · 三分损益"))]
     for change in tempi:
         cond.append((tmap.ticks(change.start_s), mido.MetaMessage("set_tempo", tempo=change.tempo_us)))
@@ -77,7 +79,7 @@ def to_midifile(tl: Timeline, pitch_bend: bool = False) -> mido.MidiFile:
         per_track[tr.name] = [(0, mido.MetaMessage("track_name", name=tr.name))]
     for tm in timeline_messages(tl, pitch_bend):
         per_track[tm.track].append((tmap.ticks(tm.time_s), tm.message))
-    for name, evs in per_track.items():
+    for evs in per_track.values():
         track = mido.MidiTrack()
         last = 0
         for tick, m in sorted(evs, key=lambda e: e[0]):
@@ -88,7 +90,7 @@ def to_midifile(tl: Timeline, pitch_bend: bool = False) -> mido.MidiFile:
     return mf
 
 
-def write_smf(tl: Timeline, path, pitch_bend: bool = False) -> None:
+def write_smf(tl: Timeline, path: str | os.PathLike[str], pitch_bend: bool = False) -> None:
     """Write the timeline as a Standard MIDI File, atomically."""
     mf = to_midifile(tl, pitch_bend)
     with atomic_path(path) as tmp:
