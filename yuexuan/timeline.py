@@ -10,12 +10,17 @@ the ceremony (:meth:`Timeline.ceremony_s`). The JSON form
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any, TypeVar
 
 import numpy as np
 
 from yuexuan.errors import unknown_cue
 from yuexuan.timeline_schema import SCHEMA_VERSION, validate
+
+_R = TypeVar("_R")           # a record class of the timeline (:func:`_record`)
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,7 @@ class Ceremony:
     rank: str                 # 天子 | 诸侯 | 卿大夫 | 士
     suspension: str           # 宫县 | 轩县 | 判县 | 特县
     huangzhong_hz: float      # frequency of 黄钟 (合), Hz
-    variants: dict = field(default_factory=dict)   # variant key -> chosen commentator
+    variants: dict[str, str] = field(default_factory=dict)   # variant key -> chosen commentator
     # the cue sheet's [ceremony] gap_seconds: the silence between consecutive cues, s (the space
     # ``--compact`` closes a selection's spaces to); 5.0 is the cue sheet's default
     gap_s: float = 5.0
@@ -41,7 +46,7 @@ class Cue:
     action: str               # 奏 | 歌 | 管 | 射 | 诺 …
     start: float              # s
     end: float                # s
-    instruments: tuple        # instrument names, as in notes
+    instruments: tuple[str, ...]  # instrument names, as in notes
     reconstruction: bool      # True when any music of this cue is a modern reconstruction
     source: str               # the quoted sentence of the text behind the cue
     kind: str = "music"       # music | shejie (射节 drum grid) | shoot (unaccompanied round)
@@ -50,7 +55,7 @@ class Cue:
     open_ended: bool = False  # ends on a ritual action, not after a count of 终
     performers: str = ""
     gloss: str = ""           # English gloss of the source
-    phrases: tuple = ()       # start times (s) of its phrases; a soft stop ends at the next one
+    phrases: tuple[float, ...] = ()  # start times (s) of its phrases; a soft stop ends at the next one
     # metrical step of the cue's own music, s: one quarter note of the MIDI tempo map, the MusicXML
     # metronome and the live MIDI clock (docs/timeline.md, "beat_s"; required in the JSON)
     beat_s: float = 1.0
@@ -59,7 +64,7 @@ class Cue:
     # where performers who move are during this cue: instrument -> {where, position_m [x, y, z] m,
     # source, attendants?}; an instrument not listed is at its instruments[…].position_m
     # (docs/timeline.md, "places"; the render places its notes there)
-    places: dict = field(default_factory=dict)
+    places: dict[str, dict[str, Any]] = field(default_factory=dict)
     # the round (1, 2, 3) a shooting cue (kind shoot or shejie) belongs to; None for the others.
     # Round 2 is shot in two cues (the 三耦, then the 公 and the rest, 去侯 again between them)
     round: int | None = None
@@ -104,19 +109,20 @@ class Selection:
     compact: bool = False     # --compact: the spaces between the chosen cues closed to the gap
     # per cue of the timeline, in order: ceremony seconds closed up before it by --compact, s
     # (all 0 without it); a time t of cue k is ceremony second t + origin_s + closed_s[k]
-    closed_s: tuple = ()
+    closed_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
 class Timeline:
     ceremony: Ceremony
-    cues: tuple
-    notes: tuple              # sorted by (time, instrument)
-    beats: tuple              # sorted by time
-    instruments: dict = field(default_factory=dict)   # name -> plain dict of instrument facts
+    cues: tuple[Cue, ...]
+    notes: tuple[Note, ...]   # sorted by (time, instrument)
+    beats: tuple[Beat, ...]   # sorted by time
+    # name -> plain dict of instrument facts
+    instruments: dict[str, dict[str, Any]] = field(default_factory=dict)
     # 侯 name -> {"distance_m", "arrow_speed_m_s", "flight_s"}: an arrow's flight to it (the
     # compiler's, docs/timeline.md); {} in a timeline compiled without the courtyard
-    targets: dict = field(default_factory=dict)
+    targets: dict[str, dict[str, float]] = field(default_factory=dict)
     selection: Selection | None = None    # None: its seconds are the ceremony's (no --cues)
 
     @property
@@ -148,7 +154,7 @@ class Timeline:
         """Times (s) of the 射节 建鼓 strokes, optionally of one cue, ascending."""
         return np.array([b.time for b in self.beats if cue is None or b.cue == cue], dtype=float)
 
-    def instrument_names(self) -> list:
+    def instrument_names(self) -> list[str]:
         """Instrument names in a stable order: the instruments table, then any others in notes."""
         names = list(self.instruments)
         seen = set(names)
@@ -160,7 +166,8 @@ class Timeline:
 
 
 
-def chosen_cues(tl: Timeline, cue_ids, key: str = "--cues", file: str | None = None) -> list:
+def chosen_cues(tl: Timeline, cue_ids: Iterable[str], key: str = "--cues",
+                file: str | None = None) -> list[Cue]:
     """The cues of ``cue_ids``, in timeline order; an unknown id is refused with
     :func:`yuexuan.errors.unknown_cue` (naming ``key`` and ``file``)."""
     known = [c.id for c in tl.cues]
@@ -171,7 +178,8 @@ def chosen_cues(tl: Timeline, cue_ids, key: str = "--cues", file: str | None = N
     return [c for c in tl.cues if c.id in wanted]
 
 
-def select(tl: Timeline, cue_ids, file: str | None = None, compact: bool = False) -> Timeline:
+def select(tl: Timeline, cue_ids: Iterable[str] | None, file: str | None = None,
+           compact: bool = False) -> Timeline:
     """The rule of ``--cues``, for a cue sheet (its whole ceremony compiled first) and a saved
     timeline alike: only the cues of ``cue_ids`` (in timeline order) with their notes and 射节
     beats, moved so that time 0 is the first chosen cue's start (or the earliest note, beat or
@@ -239,7 +247,7 @@ def _r(x: float) -> float:
     return round(float(x), 6)
 
 
-def to_dict(tl: Timeline) -> dict:
+def to_dict(tl: Timeline) -> dict[str, Any]:
     """The JSON contract (docs/timeline.md). Times rounded to the microsecond."""
     cer = asdict(tl.ceremony)
     cues = []
@@ -268,12 +276,12 @@ def to_dict(tl: Timeline) -> dict:
             "selection": selection}
 
 
-def _record(cls, d: dict):
+def _record(cls: type[_R], d: dict[str, Any]) -> _R:
     """``cls(**d)`` with JSON arrays as tuples (the dataclasses' form)."""
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
 
-def from_dict(d: dict) -> Timeline:
+def from_dict(d: dict[str, Any]) -> Timeline:
     """Inverse of :func:`to_dict` (for tools reading a saved timeline). Raises ValueError, one line
     naming the field, for anything ``timeline.schema.json`` and its cross-checks refuse
     (:func:`yuexuan.timeline_schema.validate`), a timeline of another schema number included."""
@@ -284,7 +292,7 @@ def from_dict(d: dict) -> Timeline:
                     None if d.get("selection") is None else _record(Selection, d["selection"]))
 
 
-def save_json(tl: Timeline, path) -> None:
+def save_json(tl: Timeline, path: str | os.PathLike[str]) -> None:
     """Write the JSON contract to ``path`` atomically (UTF-8, Chinese unescaped)."""
     from yuexuan.atomic import write_text
     write_text(path, json.dumps(to_dict(tl), ensure_ascii=False, indent=1) + "\n")
