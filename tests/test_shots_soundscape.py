@@ -270,11 +270,16 @@ def test_shots_option_on_every_command_and_its_mistakes(capsys, tmp_path):
 
 
 def test_render_follows_the_log(tmp_path):
-    """render --shots: the 获者's stem sounds only after the logged hit (measured with soundfile)."""
+    """render --shots: the 获者's stem sounds only after the logged hit (measured with soundfile).
+    The log holds the whole ceremony's seconds (the hit 10 s into round2_rest); the stem, of
+    ``--cues round2_rest``, the selection's (time 0 at the cue's start)."""
     import soundfile as sf
 
-    log = write_rows(tmp_path / "one.csv", [dict(zip(HEADER, ["10.0", "公", "公", "下射", "干", "贯",
-                                                              "公耦", "2"]))])
+    from yuexuan.compiler import compile_file
+
+    hit_s = compile_file(CUES).cue("round2_rest").start + 10.0
+    log = write_rows(tmp_path / "one.csv", [dict(zip(HEADER, [f"{hit_s:.6f}", "公", "公", "下射", "干",
+                                                              "贯", "公耦", "2"]))])
     onsets = {}
     for name, extra in (("log", ("--shots", log)), ("strings", ())):
         stems = tmp_path / f"stems_{name}"
