@@ -1,4 +1,5 @@
-"""``--beats-from``: 建鼓 strokes recovered from a recording, aligned to the 射节, drift reported.
+"""``--beats-from``: 建鼓 strokes recovered from a recording by the drum finder, aligned to the
+射节, drift reported.
 
 Two recordings: one synthesised here from the compiled beats with a known drift and start (the
 truth is the synthesis), and one rendered by ``yuexuan render`` (its strokes must arrive after
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from yuexuan.check.drum import align as onsets
+from yuexuan.check.drum import band, finder
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
 
@@ -82,17 +83,23 @@ def live(tmp_path_factory, plan):
     return path, truth_tl, rec_start_tl
 
 
-def test_strokes_are_recovered(live, plan):
+@pytest.fixture(scope="module")
+def live_candidates(live):
+    """The recording's candidate onsets (:func:`band.scan`), scanned once for the tests below."""
+    return band.scan(live[0])
+
+
+def test_strokes_are_recovered(live, live_candidates, plan):
     path, truth_tl, rec_start_tl = live
-    x, sr = onsets.read_audio(path)
-    found = onsets.detect_onsets(x, sr)
+    al = finder.strokes(live_candidates, plan).alignment
+    found = al.live_s - al.shift_s                      # the recording's clock, s
     assert len(found) == len(plan)
     assert np.abs(found - (truth_tl - rec_start_tl)).max() < 0.003     # s
 
 
-def test_alignment_follows_a_drift_of_over_half_a_beat(live, plan):
+def test_alignment_follows_a_drift_of_over_half_a_beat(live, live_candidates, plan):
     path, truth_tl, rec_start_tl = live
-    al = onsets.beats_from_recording(path, plan)
+    al = finder.strokes(live_candidates, plan).alignment
     assert al.missed == 0 and al.extra == 0 and len(al.plan_index) == len(plan)
     assert np.array_equal(al.plan_index, al.live_index)       # k-th stroke ↔ k-th beat
     # the drift at the end (0.6 % of ~222 s ≈ 1.3 s) is over half a 2-s beat: still followed
@@ -102,7 +109,7 @@ def test_alignment_follows_a_drift_of_over_half_a_beat(live, plan):
     # drummer's 40 ms late start, and no more
     assert al.shift_s == pytest.approx(rec_start_tl - 0.040, abs=0.012)
     # with the start given, the late start shows as drift
-    given = onsets.beats_from_recording(path, plan, start_s=rec_start_tl)
+    given = finder.strokes(live_candidates, plan, start_s=rec_start_tl).alignment
     assert given.drift_s[0] == pytest.approx(0.040, abs=0.015)
     assert np.abs(given.live_s - truth_tl).max() < 0.003
 
@@ -152,7 +159,7 @@ def rendered(tmp_path_factory):
 def test_drum_track_recovered_from_a_rendered_recording(rendered, timeline, plan, drum):
     stem = rendered / "stems" / f"{drum}.wav"
     start = timeline.cue("lishou").start        # the render's time 0 is the cue's start
-    al = onsets.beats_from_recording(stem, plan, start_s=start)
+    al = finder.find(stem, plan, start_s=start).alignment
     assert al.missed == 0 and al.extra == 0
     # every stroke arrives after the plan by the travel time from the drum to the 宾's seat
     seat = data_position_m(ROOT / "ceremony" / "courtyard.toml", listener=LISTENER)

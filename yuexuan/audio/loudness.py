@@ -4,7 +4,7 @@ peak (dBTP, 4× oversampled), fed block by block so that a whole ceremony is nev
 Silent stretches cost nothing: a block of zeros after the filters have settled is counted as
 silence without filtering. True peak oversamples only the chunks whose sample peak comes within
 :data:`TP_SEARCH_DB` of the largest value found so far (``exact=True`` uses the rigorous bound,
-sample peak × :func:`phase_bound`, instead: slower, since that bound is +4.6 dB).
+sample peak × :data:`_BOUND`, instead: slower, since that bound is +4.6 dB).
 """
 
 from __future__ import annotations
@@ -159,6 +159,7 @@ class LoudnessMeter:
 #: times this matrix gives the OVERSAMPLE output values between the window's middle samples.
 _H = interpolation_filter()
 _POLY = np.ascontiguousarray(_H.reshape(TAPS_PER_PHASE, OVERSAMPLE)[::-1]).astype(np.float32)
+#: the largest sum of |taps| of one phase: true peak ≤ this × the local sample peak
 _BOUND = float(np.abs(_POLY).sum(axis=0).max())
 
 
@@ -168,11 +169,6 @@ def abs_max_channels(x: np.ndarray) -> np.ndarray:
     for c in range(1, x.shape[1]):
         np.maximum(out, np.abs(x[:, c]), out=out)
     return out
-
-
-def phase_bound() -> float:
-    """Largest sum of |taps| of one interpolation phase: true peak ≤ this × local sample peak."""
-    return _BOUND
 
 
 def oversampled_peaks(x: np.ndarray) -> np.ndarray:
@@ -199,7 +195,7 @@ class TruePeakMeter:
 
     ``floor`` is a known lower bound (e.g. the sample peak of the whole signal): chunks whose
     sample peak × the search factor cannot exceed the larger of it and the peak found so far are
-    not oversampled. The factor is :data:`TP_SEARCH_DB`, or the rigorous :func:`phase_bound` with
+    not oversampled. The factor is :data:`TP_SEARCH_DB`, or the rigorous :data:`_BOUND` with
     ``exact=True``.
     """
 

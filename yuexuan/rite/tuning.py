@@ -18,8 +18,6 @@ from yuexuan.errors import UserError
 #: one-character names in ascending order within the octave, with full names.
 LV = ("黄", "大", "太", "夹", "姑", "仲", "蕤", "林", "夷", "南", "无", "应")
 LV_FULL = ("黄钟", "大吕", "太簇", "夹钟", "姑洗", "仲吕", "蕤宾", "林钟", "夷则", "南吕", "无射", "应钟")
-LV_PINYIN = ("huángzhōng", "dàlǚ", "tàicù", "jiāzhōng", "gūxiǎn", "zhònglǚ", "ruíbīn", "línzhōng",
-             "yízé", "nánlǚ", "wúyì", "yìngzhōng")
 #: the 五声 and their steps (in 律) above the 宫.
 WUSHENG = ("宫", "商", "角", "徵", "羽")
 WUSHENG_STEPS = (0, 2, 4, 7, 9)

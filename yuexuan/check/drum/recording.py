@@ -129,11 +129,3 @@ def read_recording(path: str | Path, sr: int) -> np.ndarray:
     if fill == 0:
         raise UserError("the recording has no audio samples", file=str(path))
     return out[:fill]            # a view: the slack (1 s, unless grown) is not copied away
-
-
-def native_rate(path: str | Path) -> int:
-    """The sample rate (Hz) of the recording's first audio track."""
-    path = Path(path)
-    container, stream = _open(path)
-    with container:
-        return int(stream.rate or stream.codec_context.sample_rate)
