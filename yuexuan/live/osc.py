@@ -183,7 +183,9 @@ def datagram_fault(data: bytes, source: tuple[str, int]) -> str | None:
     It must be OSC, parse, and name literal addresses: python-osc's dispatcher would drop a packet
     that does not parse without a word, and would hand ``/yuexuan/*`` to every handler (go, stop
     and panic at once). A datagram's further checks (its source, its rate, its type tags) belong
-    here, before any message of it is handled.
+    here, before any message of it is handled. Parsing here and again in the dispatcher costs
+    about 15 µs a /yuexuan/shot on the 2-core VM (23–28 µs verify and dispatch, 10 µs before), a
+    hundredth of a hit's 1.2–1.4 ms to its call.
     """
     if not (OscBundle.dgram_is_bundle(data) or OscMessage.dgram_is_message(data)):
         return f"not an OSC message ({len(data)} bytes from {source[0]})"
