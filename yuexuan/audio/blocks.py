@@ -4,6 +4,7 @@ noise, filters, envelopes, wavetables: float32 arrays (normalise scales its argu
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 from scipy.signal import lfilter
@@ -22,7 +23,8 @@ def onepole_lowpass(x: np.ndarray, cutoff_hz: float, sample_rate: int) -> np.nda
     return lfilter([1 - a], [1, -a], x).astype(np.float32)
 
 
-def burst(rng, n_total: int, tau_s: float, sample_rate: int, cutoff_hz: float | None = None,
+def burst(rng: np.random.Generator, n_total: int, tau_s: float, sample_rate: int,
+          cutoff_hz: float | None = None,
           highpass: bool = False) -> np.ndarray:
     """Exponentially decaying noise burst (a strike), length ≤ ``n_total``."""
     n = min(n_total, int(DECAY_SPAN * tau_s * sample_rate) + 1)
@@ -41,7 +43,7 @@ def normalise(x: np.ndarray, level: float) -> np.ndarray:
     return x
 
 
-def wavetable(harm_amps, size: int = 4096) -> np.ndarray:
+def wavetable(harm_amps: Iterable[float], size: int = 4096) -> np.ndarray:
     """One period from harmonic amplitudes (sine phase), with a wrap-around sample."""
     t = np.arange(size) / size
     table = np.zeros(size + 1)

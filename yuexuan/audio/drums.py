@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy.signal import butter, lfilter, sosfilt
@@ -40,9 +41,9 @@ class Membrane:
     """One drum's ``[synth]`` table, read once (frequencies Hz, times s)."""
 
     fundamental_hz: float
-    modes: tuple                # ratios to the fundamental
-    amplitudes: tuple
-    decay_s: tuple              # τ of each mode, s
+    modes: tuple[float, ...]    # ratios to the fundamental
+    amplitudes: tuple[float, ...]
+    decay_s: tuple[float, ...]  # τ of each mode, s
     contact_ms: float           # stick (or pellet) contact time at velocity 127, ms
     upper_level: float
     upper_decay_s: float
@@ -51,7 +52,7 @@ class Membrane:
     click: float
 
     @classmethod
-    def of(cls, p: dict) -> "Membrane":
+    def of(cls, p: dict[str, Any]) -> Membrane:
         modes = tuple(float(m) for m in p.get("modes", (1.0, 1.59, 2.14, 2.3)))
         return cls(float(p.get("fundamental_hz", 100.0)), modes,
                    tuple(float(a) for a in p.get("amplitudes", (1.0,) * len(modes))),
@@ -60,7 +61,7 @@ class Membrane:
                    float(p.get("upper_decay_s", 0.1)), float(p.get("upper_decay_exponent", 0.5)),
                    float(p.get("upper_slope_db", -6.0)), float(p.get("click", 0.2)))
 
-    def scaled(self, ratio: float) -> "Membrane":
+    def scaled(self, ratio: float) -> Membrane:
         """The same drum with every frequency × ``ratio`` (the 鼗's second head)."""
         return replace(self, fundamental_hz=self.fundamental_hz * ratio)
 
@@ -94,7 +95,7 @@ def _modes(m: Membrane, force: np.ndarray, n: int, sample_rate: int) -> np.ndarr
     return out
 
 
-def _upper(m: Membrane, velocity: int, n: int, sample_rate: int, rng) -> np.ndarray:
+def _upper(m: Membrane, velocity: int, n: int, sample_rate: int, rng: np.random.Generator) -> np.ndarray:
     """The dense modes above the listed ones: octave bands of decaying noise, each
     ``upper_slope_db`` below the one beneath it (steeper for softer strokes: INFERENCE, 1.5 × at
     the softest)."""
@@ -117,7 +118,8 @@ def _upper(m: Membrane, velocity: int, n: int, sample_rate: int, rng) -> np.ndar
     return out
 
 
-def membrane_stroke(m: Membrane, velocity: int, sample_rate: int, rng, n: int) -> np.ndarray:
+def membrane_stroke(m: Membrane, velocity: int, sample_rate: int, rng: np.random.Generator,
+                    n: int) -> np.ndarray:
     """One stroke of a membrane drum, ``n`` samples, float64 (not normalised)."""
     contact = _contact_s(m, velocity)
     force = _force_pulse(contact, sample_rate)
@@ -131,7 +133,7 @@ def membrane_stroke(m: Membrane, velocity: int, sample_rate: int, rng, n: int) -
 
 
 def _ring_samples(m: Membrane, sample_rate: int) -> int:
-    return int(min(RING_CAP_S, DECAY_SPAN * max(m.decay_s + (m.upper_decay_s,))) * sample_rate)
+    return int(min(RING_CAP_S, DECAY_SPAN * max((*m.decay_s, m.upper_decay_s))) * sample_rate)
 
 
 def _fade_tail(x: np.ndarray, fraction: float = 0.1) -> np.ndarray:
@@ -140,17 +142,17 @@ def _fade_tail(x: np.ndarray, fraction: float = 0.1) -> np.ndarray:
     return x
 
 
-def _twirl_samples(p: dict, sample_rate: int) -> int:
+def _twirl_samples(p: dict[str, Any], sample_rate: int) -> int:
     strokes = int(p.get("rattle_strokes", 1))
     return int(strokes / float(p.get("rattle_rate_hz", 12.0)) * sample_rate) if strokes > 1 else 0
 
 
-def length(p: dict, sample_rate: int) -> int:
+def length(p: dict[str, Any], sample_rate: int) -> int:
     """Samples :func:`drum` returns for this ``[synth]`` table."""
     return _ring_samples(Membrane.of(p), sample_rate) + _twirl_samples(p, sample_rate)
 
 
-def twirl(p: dict, velocity: int, sample_rate: int, rng) -> np.ndarray:
+def twirl(p: dict[str, Any], velocity: int, sample_rate: int, rng: np.random.Generator) -> np.ndarray:
     """The 鼗: pellet strikes at ``rattle_rate_hz``, alternating heads, softening at the end."""
     heads = (Membrane.of(p), Membrane.of(p).scaled(float(p.get("head_ratio", 1.0))))
     strokes = int(p["rattle_strokes"])
@@ -167,7 +169,7 @@ def twirl(p: dict, velocity: int, sample_rate: int, rng) -> np.ndarray:
     return out
 
 
-def drum(p: dict, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
+def drum(p: dict[str, Any], velocity: int, sample_rate: int, seed: int) -> np.ndarray:
     """One drum note: a stick stroke, or (``rattle_strokes`` > 1) the 鼗's twirl. Peak 1."""
     rng = np.random.default_rng(seed)
     if int(p.get("rattle_strokes", 1)) > 1:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 from scipy import signal
 
 ABSOLUTE_GATE_LUFS = -70.0
@@ -73,7 +74,7 @@ def guard(n: int, channels: int) -> np.ndarray:
 
 
 def k_hops(block: np.ndarray, sos: np.ndarray, zi: np.ndarray, hop: int,
-           guard_samples: np.ndarray | None = None) -> tuple:
+           guard_samples: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """K-weight ``block`` (n, channels; n a multiple of ``hop``) from state ``zi``.
 
     Returns (mean square of each hop summed over channels, the state after the block). float32
@@ -99,7 +100,7 @@ def k_hops(block: np.ndarray, sos: np.ndarray, zi: np.ndarray, hop: int,
     return sq, zi.astype(np.float64)
 
 
-def gated_loudness(hops) -> float:
+def gated_loudness(hops: npt.ArrayLike) -> float:
     """Integrated loudness (LUFS) from 100 ms hop energies: 400 ms blocks, absolute and relative gates."""
     hops = np.asarray(hops, dtype=np.float64)
     per = int(round(BLOCK_S / HOP_S))
@@ -129,7 +130,7 @@ class LoudnessMeter:
         self.zi = np.zeros((self.sos.shape[0], 2, channels))     # scipy: (sections, 2, channels)
         self.hop = hop_samples(sample_rate)
         self._rest = np.zeros((0, channels), dtype=np.float32)
-        self._hops: list = []
+        self._hops: list[float] = []
         self._guard = guard(0, channels)
 
     @property
@@ -180,13 +181,14 @@ def oversampled_peaks(x: np.ndarray) -> np.ndarray:
         x = x[:, None]
     if len(x) < TAPS_PER_PHASE:
         return np.zeros(0, dtype=np.float32)
-    out = None
+    out: np.ndarray | None = None
     for c in range(x.shape[1]):
         win = np.lib.stride_tricks.sliding_window_view(x[:, c], TAPS_PER_PHASE)
         y = _POLY.T @ win.T                     # (phases, windows): rows reduce fast
         np.abs(y, out=y)
         v = y.max(axis=0)
         out = v if out is None else np.maximum(out, v)
+    assert out is not None                      # x has a channel at least
     return out
 
 

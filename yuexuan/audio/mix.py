@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from scipy import ndimage
 from scipy.linalg import blas
@@ -12,7 +14,8 @@ from yuexuan.audio.plan import Plan
 RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more are made
 
 
-def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
+def blocks(p: Plan, block: int, stems: bool = False,
+           mix_too: bool = True) -> Iterator[tuple[int, np.ndarray, dict[int, np.ndarray] | None]]:
     """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block
     (with ``mix_too`` False the mix is left silent: for a caller that has it already).
 
@@ -21,7 +24,7 @@ def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
     """
     nev = len(p.starts)
     nxt = 0
-    active: list = []
+    active: list[int] = []
     ring = [np.zeros((block, 2), dtype=np.float32) for _ in range(RING)]
     for k, b0 in enumerate(range(0, p.total, block)):
         b1 = min(p.total, b0 + block)
@@ -31,7 +34,7 @@ def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
         mix = ring[k % RING][:b1 - b0]
         mix.fill(0.0)
         flat = mix.reshape(-1)
-        parts = {} if stems else None
+        parts: dict[int, np.ndarray] | None = {} if stems else None
         keep = []
         for e in active:
             s, t = int(p.starts[e]), int(p.ends[e])
@@ -42,7 +45,7 @@ def blocks(p: Plan, block: int, stems: bool = False, mix_too: bool = True):
             a, z = max(s, b0), min(t, b1)
             src = p.cache.get(p.keys[e]).reshape(-1)[2 * (a - s):2 * (z - s)]
             g = float(p.gains[e])
-            if stems:
+            if parts is not None:
                 i = int(p.inst[e])
                 if i not in parts:
                     parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)

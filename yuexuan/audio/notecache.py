@@ -9,8 +9,9 @@ threads; an evicted waveform is rebuilt identically (synthesis is a pure functio
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -53,7 +54,7 @@ def note_key(instrument: str, family: str, hz: float | None, velocity: int, dura
                    voice and bool(lyric))
 
 
-def note_from_key(key: NoteKey, family: str, params: dict, sample_rate: int) -> np.ndarray:
+def note_from_key(key: NoteKey, family: str, params: dict[str, Any], sample_rate: int) -> np.ndarray:
     """Render the waveform ``key`` stands for (float32 mono; seeded by the key)."""
     return synth.note(family, params, key.hz, key.velocity, key.duration_s, sample_rate,
                       seed=key.seed(), lyric="·" if key.sung else None, vowel=key.vowel)
@@ -65,14 +66,15 @@ class NoteCache:
     ``make(key)`` builds a waveform on a miss; an evicted entry is rebuilt identically.
     """
 
-    def __init__(self, make, max_bytes: int = 160 * 2 ** 20):
+    def __init__(self, make: Callable[[Any], np.ndarray], max_bytes: int = 160 * 2 ** 20) -> None:
         self._make = make
         self._max = max_bytes
-        self._data: OrderedDict = OrderedDict()
+        self._data: OrderedDict[Hashable, np.ndarray] = OrderedDict()
         self._bytes = 0
         self.hits = self.misses = 0
 
-    def prefetch(self, keys, workers: int = 2, tick=None) -> None:
+    def prefetch(self, keys: Iterable[Hashable], workers: int = 2,
+                 tick: Callable[[], None] | None = None) -> None:
         """Build the missing waveforms of ``keys`` (in that order) on ``workers`` threads, while
         they fit in the byte limit. The result is the same as building them on demand.
 
@@ -92,7 +94,7 @@ class NoteCache:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def get(self, key: NoteKey) -> np.ndarray:
+    def get(self, key: Hashable) -> np.ndarray:
         arr = self._data.get(key)
         if arr is not None:
             self._data.move_to_end(key)

@@ -4,8 +4,10 @@ thread that encodes while the main thread mixes."""
 from __future__ import annotations
 
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -24,7 +26,7 @@ def output_format(path: str | Path) -> tuple[str, str]:
     return FORMATS[suffix]
 
 
-def open_stereo(path, sample_rate: int, fmt: str, subtype: str) -> sf.SoundFile:
+def open_stereo(path: str | Path, sample_rate: int, fmt: str, subtype: str) -> sf.SoundFile:
     """A stereo output file; FLAC at its fastest setting (about 1 % larger, a third faster)."""
     extra = {"compression_level": 0.0} if fmt == "FLAC" else {}
     return sf.SoundFile(path, "w", sample_rate, 2, subtype=subtype, format=fmt, **extra)
@@ -54,10 +56,10 @@ class Pipe:
 
     def __init__(self, depth: int = 2):
         self._pool = ThreadPoolExecutor(max_workers=1)
-        self._pending: deque = deque()
+        self._pending: deque[Future[Any]] = deque()
         self._depth = depth
 
-    def submit(self, fn, *args) -> None:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         self._pending.append(self._pool.submit(fn, *args))
         while len(self._pending) > self._depth:
             self._pending.popleft().result()
@@ -72,10 +74,10 @@ class Pipe:
             f.cancel()
         self._pool.shutdown(wait=True)
 
-    def __enter__(self):
+    def __enter__(self) -> Pipe:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             if exc[0] is None:
                 self.drain()

@@ -11,13 +11,15 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from yuexuan.audio import notecache, space, surfaces, synth
 from yuexuan.errors import UserError
+from yuexuan.rite.courtyard import Listener
 from yuexuan.rite.instruments import FAMILIES
 from yuexuan.timeline import Timeline
 
@@ -30,7 +32,7 @@ BLOCK = 1 << 16                # samples a block
 class Options:
     sample_rate: int = 48000
     listener: str = "宾"
-    cues: tuple | None = None          # cue ids to render, by yuexuan.timeline.select (time 0 = the
+    cues: tuple[str, ...] | None = None          # cue ids to render, by yuexuan.timeline.select (time 0 = the
                                        # first one's start); None: the whole timeline
     target_lufs: float = TARGET_LUFS
     ceiling_dbtp: float = CEILING_DBTP
@@ -43,8 +45,8 @@ class Body(NamedTuple):
     name: str
     family: str                        # a synth family (bell, stone, drum, string, pipe, voice)
     pitched: bool
-    synth: dict                        # its [synth] table
-    position_m: tuple                  # (x east, y north, z up), metres
+    synth: dict[str, Any]              # its [synth] table
+    position_m: tuple[float, ...]      # (x east, y north, z up), metres
     level: float                       # amplitude of its [synth] gain_db
 
 
@@ -56,7 +58,7 @@ class PlacedKey(NamedTuple):
     place: int                         # index into the plan's placements
 
 
-def cue_positions(timeline: Timeline) -> dict:
+def cue_positions(timeline: Timeline) -> dict[tuple[str, str], tuple[float, ...]]:
     """{(cue id, instrument): (x, y, z) metres} of every cue's ``places``."""
     out = {}
     for c in timeline.cues:
@@ -69,7 +71,7 @@ def cue_positions(timeline: Timeline) -> dict:
     return out
 
 
-def bodies(timeline: Timeline, names) -> dict:
+def bodies(timeline: Timeline, names: Iterable[str]) -> dict[str, Body]:
     """:class:`Body` of each instrument in ``names``, by name, from ``timeline.instruments``."""
     out = {}
     for name in names:
@@ -96,11 +98,12 @@ class SharedMono:
     kept until each of its placements has taken it, then dropped (so memory stays bounded; a
     placement rebuilt after the cache evicted it synthesises again, identically)."""
 
-    def __init__(self, synthesise, keys):
+    def __init__(self, synthesise: Callable[[notecache.NoteKey], np.ndarray],
+                 keys: Iterable[PlacedKey]) -> None:
         uses = Counter(k.note for k in set(keys))
         self._synthesise = synthesise
         self._waiting = {note: n for note, n in uses.items() if n > 1}   # placements not yet built
-        self._kept: dict = {}
+        self._kept: dict[notecache.NoteKey, np.ndarray] = {}
         self._lock = threading.Lock()
 
     def __call__(self, note: notecache.NoteKey) -> np.ndarray:
@@ -125,9 +128,9 @@ class Plan:
     starts: np.ndarray                 # int64 start sample of each event (travel delay included)
     ends: np.ndarray                   # int64 end sample (exclusive)
     gains: np.ndarray                  # float32 amplitude of each event
-    keys: list                         # PlacedKey of each event
+    keys: list[PlacedKey]              # PlacedKey of each event
     inst: np.ndarray                   # int index into names
-    names: list                        # instrument names with events, timeline order
+    names: list[str]                   # instrument names with events, timeline order
     total: int                         # samples in the file
     cache: notecache.NoteCache
 
@@ -136,7 +139,7 @@ class Plan:
         return self.total / self.sample_rate
 
 
-def plan(timeline: Timeline, options: Options, listener_table: dict,
+def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listener],
          room: surfaces.Room | None = None) -> Plan:
     """Place every note of ``timeline`` (sample 0 = its time 0), heard from
     ``listener_table[options.listener]`` in ``room`` (default: the venue of the timeline's variant
@@ -161,9 +164,10 @@ def plan(timeline: Timeline, options: Options, listener_table: dict,
                             f"frequency {n.hz!r} Hz; expected 10 Hz .. {0.45 * sr:.0f} Hz")
     index = {nm: i for i, nm in enumerate(names)}
     moved = cue_positions(timeline)
-    placements, place_of = [], {}      # Placement list; (instrument, position) -> its index
+    placements: list[space.Placement] = []
+    place_of: dict[tuple[str, tuple[float, ...]], int] = {}     # (instrument, position) -> its index
 
-    def place_index(name: str, pos: tuple) -> int:
+    def place_index(name: str, pos: tuple[float, ...]) -> int:
         k = place_of.get((name, pos))
         if k is None:
             k = place_of[(name, pos)] = len(placements)

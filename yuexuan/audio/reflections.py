@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.audio.surfaces import Surface
 
@@ -27,20 +29,20 @@ EPS = 1e-9
 class Reflection(NamedTuple):
     """One valid specular path from the source to the listener."""
 
-    surfaces: tuple            # surface names, in the order the sound meets them
-    image_m: tuple             # the image source (x, y, z), metres
+    surfaces: tuple[str, ...]  # surface names, in the order the sound meets them
+    image_m: tuple[float, ...]  # the image source (x, y, z), metres
     path_m: float              # length of the path, metres (= image to listener)
     reflection: float          # product of the surfaces' pressure reflection coefficients
 
 
-def mirror(point, surface: Surface) -> np.ndarray:
+def mirror(point: npt.ArrayLike, surface: Surface) -> np.ndarray:
     """``point`` mirrored in the plane of ``surface``."""
     n = surface.normal
     p = np.asarray(point, dtype=float)
     return p - 2.0 * float(np.dot(p - surface.corner_m, n)) * n
 
 
-def crossing(surface: Surface, a, b):
+def crossing(surface: Surface, a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray | None:
     """Where the segment a→b crosses ``surface``'s rectangle (strictly between its ends), or None."""
     n = surface.normal
     da = float(np.dot(np.asarray(a) - surface.corner_m, n))
@@ -59,12 +61,14 @@ def crossing(surface: Surface, a, b):
     return q
 
 
-def blocked(surfaces, a, b, skip=()) -> bool:
+def blocked(surfaces: Sequence[Surface], a: npt.ArrayLike, b: npt.ArrayLike,
+            skip: Collection[str] = ()) -> bool:
     """Whether the segment a→b passes through any surface not in ``skip``."""
     return any(crossing(s, a, b) is not None for s in surfaces if s.name not in skip)
 
 
-def _trace(source, listener, chain):
+def _trace(source: npt.ArrayLike, listener: npt.ArrayLike,
+           chain: Sequence[Surface]) -> tuple[np.ndarray, list[np.ndarray]] | None:
     """(image of the last surface, [source, reflection points …, listener]) of the path off
     ``chain`` (surfaces in order), or None when a reflection point falls outside its surface."""
     images = [np.asarray(source, dtype=float)]
@@ -80,20 +84,21 @@ def _trace(source, listener, chain):
     return images[-1], points[::-1]
 
 
-def reflections(source, listener, surfaces, max_order: int = MAX_ORDER) -> list:
+def reflections(source: npt.ArrayLike, listener: npt.ArrayLike, surfaces: Sequence[Surface],
+                max_order: int = MAX_ORDER) -> list[Reflection]:
     """Every valid specular path of order 1 … ``max_order`` from ``source`` to ``listener``
     (points in metres), shortest first: each reflection point inside its surface, no leg through
     any surface."""
     out = []
     for order in range(1, max_order + 1):
         for chain in itertools.product(surfaces, repeat=order):
-            if any(a is b for a, b in zip(chain, chain[1:])):
+            if any(a is b for a, b in itertools.pairwise(chain)):
                 continue
             traced = _trace(source, listener, chain)
             if traced is None:
                 continue
             image, points = traced
-            if any(blocked(surfaces, a, b) for a, b in zip(points, points[1:])):
+            if any(blocked(surfaces, a, b) for a, b in itertools.pairwise(points)):
                 continue
             out.append(Reflection(tuple(s.name for s in chain), tuple(float(v) for v in image),
                                   float(np.linalg.norm(image - points[-1])),

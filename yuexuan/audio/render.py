@@ -19,19 +19,22 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
 from yuexuan.audio import loudness, output
-from yuexuan.formats import captions
 from yuexuan.audio.mix import blocks, limiter_gain
 from yuexuan.audio.output import output_format
 from yuexuan.audio.plan import Options, Plan, plan
+from yuexuan.formats import captions
 from yuexuan.rite import courtyard
+from yuexuan.rite.courtyard import Listener
 from yuexuan.timeline import Timeline, select
 
 __all__ = ["Options", "Report", "output_format", "render"]
@@ -52,8 +55,8 @@ class Report:
     gain_db: float
     limited_s: float                   # time the limiter pulled the gain down, s
     passes: int
-    stems: list = field(default_factory=list)
-    sidecars: list = field(default_factory=list)
+    stems: list[str] = field(default_factory=list)
+    sidecars: list[str] = field(default_factory=list)
     cache_misses: int = 0
 
 
@@ -62,13 +65,13 @@ class _Measured:
     """What pass 1 learnt of the unscaled mix, per block."""
 
     hops: np.ndarray                   # K-weighted mean square per 100 ms hop
-    states: list                       # K-filter state at the start of each block
-    peaks: list                        # sample peak of each block
+    states: list[np.ndarray]           # K-filter state at the start of each block
+    peaks: list[float]                 # sample peak of each block
 
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
-           stems_dir: str | Path | None = None, progress=None,
-           listener_table: dict | None = None) -> Report:
+           stems_dir: str | Path | None = None, progress: Callable[[float, str], None] | None = None,
+           listener_table: dict[str, Listener] | None = None) -> Report:
     """Render ``timeline`` to ``out_path`` (.wav or .flac) atomically; optional stems.
 
     ``options.cues``: only those cues, cut out by :func:`yuexuan.timeline.select` (the file's
@@ -88,8 +91,9 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
                        checkpoint)
 
 
-def _render(timeline, out_path: Path, options, stems_dir, progress, listener_table,
-            checkpoint) -> Report:
+def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str | Path | None,
+            progress: Callable[[float, str], None] | None, listener_table: dict[str, Listener],
+            checkpoint: Callable[[], None]) -> Report:
     fmt, subtype = output_format(out_path)
     p = plan(timeline, options, listener_table)
     sr = p.sample_rate
@@ -102,10 +106,10 @@ def _render(timeline, out_path: Path, options, stems_dir, progress, listener_tab
     # one K-weighting meter per channel, each on its own worker thread (BS.1770 adds the
     # channels' mean squares, so per-channel hop energies simply add)
     meters = [loudness.LoudnessMeter(sr, channels=1) for _ in range(2)]
-    states: list = [[], []]
+    states: list[list[np.ndarray]] = [[], []]
     m = _Measured(np.zeros(0), [], [])
 
-    def measure(c, mix, spool=None):
+    def measure(c: int, mix: np.ndarray, spool: IO[bytes] | None = None) -> None:
         states[c].append(meters[c].zi.copy())
         meters[c].feed(mix[:, c:c + 1])
         if spool is not None:
@@ -145,9 +149,9 @@ def _render(timeline, out_path: Path, options, stems_dir, progress, listener_tab
     return rep
 
 
-def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: float,
+def _gain_pass(p: Plan, spool: IO[bytes], out_path: Path, fmt: str, subtype: str, gain: float,
                options: Options, block: int, m: _Measured, stems_dir: Path | None,
-               progress, checkpoint) -> Report:
+               progress: Callable[[float], None] | None, checkpoint: Callable[[], None]) -> Report:
     """Scale the spooled mix, limit, write; loudness from pass 1's hops × gain², re-measured only
     where the limiter acted (and one block after, while the K-filter forgets)."""
     sr = p.sample_rate
@@ -169,7 +173,7 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
     silence = np.zeros((0, 2), np.float32)
     spool.seek(0)
 
-    def read_block(k):
+    def read_block(k: int) -> np.ndarray:
         n = min(block, p.total - k * block)
         data = spool.read(n * frame_bytes)
         return np.frombuffer(data, dtype=np.float32).reshape(n, 2) * np.float32(gain)
@@ -189,7 +193,7 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
         writer = files.enter_context(output.Pipe())
         peak_meter = files.enter_context(output.Pipe())
 
-        def write(y, parts, g):
+        def write(y: np.ndarray, parts: dict[int, np.ndarray], g: np.ndarray | None) -> None:
             out.write(output.to_pcm16(y))
             for i, f in enumerate(stem_files):
                 part = parts.get(i)
@@ -223,7 +227,7 @@ def _gain_pass(p: Plan, spool, out_path: Path, fmt: str, subtype: str, gain: flo
                 carry = zi if g is not None else None
             if g is not None:
                 limited += int(np.count_nonzero(g < 0.999))
-            parts = next(stem_blocks)[2] if stem_blocks is not None else {}
+            parts = (next(stem_blocks)[2] or {}) if stem_blocks is not None else {}
             writer.submit(write, y, parts, g)
             peak_meter.submit(tp.feed, y)
             if progress:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from yuexuan.audio import reflections as images, surfaces, tail
+from yuexuan.audio import reflections as images
+from yuexuan.audio import surfaces, tail
 from yuexuan.rite.courtyard import Listener, listeners  # noqa: F401  (the seats: one reader, re-exported)
 
 SPEED_OF_SOUND_M_S = 343.0
@@ -28,7 +30,7 @@ TAIL_START_S = 0.001            # the diffuse tail starts this long after the di
 TAIL_MIN_DRR_DB = 3.0           # far sources: the diffuse tail stays this far below the direct sound
 
 
-def azimuth_deg(listener: Listener, source_m) -> float:
+def azimuth_deg(listener: Listener, source_m: Sequence[float]) -> float:
     """Direction of ``source_m`` from the listener, degrees from the facing, + to the right."""
     dx = source_m[0] - listener.position_m[0]
     dy = source_m[1] - listener.position_m[1]
@@ -47,7 +49,7 @@ def pan_gains(azimuth: float) -> tuple[float, float]:
     return math.cos(theta), math.sin(theta)
 
 
-def distance_m(a, b) -> float:
+def distance_m(a: Sequence[float], b: Sequence[float]) -> float:
     return math.dist(a, b)
 
 
@@ -76,14 +78,14 @@ class Placement:
     reflection at its own delay, level and direction —; and the diffuse tail."""
 
     delay_samples: int
-    taps: tuple                 # Tap …, the direct sound first
+    taps: tuple[Tap, ...]       # the direct sound first
     tail: tail.Tail
     azimuth_deg: float
     distance_m: float
-    reflections: tuple          # reflections.Reflection … of taps[1:], in order
+    reflections: tuple[images.Reflection, ...]  # of taps[1:], in order
 
     @property
-    def direct(self) -> tuple:
+    def direct(self) -> tuple[float, float]:
         return self.taps[0].left, self.taps[0].right
 
     @property
@@ -99,7 +101,7 @@ def tail_energy(d_m: float, room: surfaces.Room) -> float:
     return 10 ** (-max(drr_db, TAIL_MIN_DRR_DB) / 10)
 
 
-def placement(listener: Listener, source_m, sample_rate: int, seed_name: str = "",
+def placement(listener: Listener, source_m: Sequence[float], sample_rate: int, seed_name: str = "",
               room: surfaces.Room | None = None) -> Placement:
     """Direct sound, the reflections of ``room``'s surfaces (default: the packaged courtyard's
     default venue) and the diffuse tail, heard at ``listener`` from ``source_m``."""
@@ -116,7 +118,7 @@ def placement(listener: Listener, source_m, sample_rate: int, seed_name: str = "
         gain = distance_gain(r.path_m) * r.reflection
         taps.append(Tap(int(round((delay_s(r.path_m) - delay_s(d)) * sample_rate)),
                         gain * rl, gain * rr))
-    seed = zlib.crc32(f"{seed_name}|{listener.name}|{src}".encode("utf-8"))
+    seed = zlib.crc32(f"{seed_name}|{listener.name}|{src}".encode())
     diffuse = tail.diffuse_tail(sample_rate, room.tail_t60_s, TAIL_START_S,
                                   g * g * tail_energy(d, room), seed)
     return Placement(int(round(delay_s(d) * sample_rate)), tuple(taps), diffuse, az, d, paths)

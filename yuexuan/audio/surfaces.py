@@ -16,6 +16,7 @@ import numpy as np
 from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
 from yuexuan.rite.courtyard import _metres
+from yuexuan.timeline import Timeline
 
 GROUND_EXTENT_M = 400.0        # the ground is a square this wide around the origin (open field)
 
@@ -26,13 +27,13 @@ class Surface:
     right angles)."""
 
     name: str
-    corner_m: tuple
-    edge1_m: tuple
-    edge2_m: tuple
+    corner_m: tuple[float, float, float]
+    edge1_m: tuple[float, float, float]
+    edge2_m: tuple[float, float, float]
     reflection: float          # pressure reflection coefficient, √(1 − α)
     normal: np.ndarray = field(init=False, repr=False, compare=False)   # unit normal
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         n = np.cross(self.edge1_m, self.edge2_m)
         object.__setattr__(self, "normal", n / np.linalg.norm(n))
 
@@ -42,7 +43,7 @@ class Room:
     """What the ambience needs of one venue: its surfaces and the diffuse tail's decay."""
 
     venue: str
-    surfaces: tuple            # Surface …
+    surfaces: tuple[Surface, ...]
     tail_t60_s: float          # decay of the diffuse tail, s
     tail_drr_db_at_10m: float  # direct-to-reverberant energy ratio of a source 10 m away, dB
 
@@ -51,7 +52,7 @@ def _absorption(f: tomlfile.Fields) -> float:
     return math.sqrt(1.0 - f.get("absorption", float, lo=0.0, hi=1.0))
 
 
-def _platform(tang: tomlfile.Fields) -> list:
+def _platform(tang: tomlfile.Fields) -> list[Surface]:
     """The 堂's platform: south face, east and west faces, top (floor of 堂上)."""
     (x0, x1), (y0, y1) = (_metres(tang, k, 2, "[min, max]") for k in ("x_m", "y_m"))
     h = tang.get("height_m", float, lo=0.0)
@@ -62,7 +63,7 @@ def _platform(tang: tomlfile.Fields) -> list:
             Surface("堂上", (x0, y0, h), (x1 - x0, 0.0, 0.0), (0.0, y1 - y0, 0.0), r)]
 
 
-def _stairs(top: tomlfile.Fields, tang_y0: float, height: float) -> list:
+def _stairs(top: tomlfile.Fields, tang_y0: float, height: float) -> list[Surface]:
     """Each stair a slope from its foot (the landmark's position) up to the 堂's edge."""
     if not top.has("stairs"):
         return []
@@ -79,7 +80,7 @@ def _stairs(top: tomlfile.Fields, tang_y0: float, height: float) -> list:
     return out
 
 
-def _walls(top: tomlfile.Fields, venue: str) -> list:
+def _walls(top: tomlfile.Fields, venue: str) -> list[Surface]:
     out = []
     for f in top.tables("wall", []):
         if f.get("venue", str) != venue:
@@ -112,7 +113,7 @@ def load(venue: str, path: str | Path | None = None, source: DataSource = DataSo
                 v.get("tail_drr_db_at_10m", float, lo=-20.0, hi=60.0))
 
 
-def for_timeline(timeline, source: DataSource = DataSource()) -> Room:
+def for_timeline(timeline: Timeline, source: DataSource = DataSource()) -> Room:
     """The room of the venue the timeline's variant ``houdao`` (O24) names (郑玄: 郊, 敖继公: 公宫)."""
     from yuexuan.rite import courtyard
     court = courtyard.for_timeline(timeline, source)

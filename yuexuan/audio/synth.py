@@ -29,12 +29,23 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from yuexuan.audio.blocks import (DECAY_SPAN, RELEASE_S, burst, envelope, noise, normalise,
-                                   onepole_lowpass, sustained, wavetable)
 from yuexuan.audio import drums
+from yuexuan.audio.blocks import (
+    DECAY_SPAN,
+    RELEASE_S,
+    burst,
+    envelope,
+    noise,
+    normalise,
+    onepole_lowpass,
+    sustained,
+    wavetable,
+)
 from yuexuan.audio.voice import spoken, sung, vowel_of
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
@@ -42,7 +53,7 @@ RING_CAP_S = {"bell": 9.0, "stone": 5.0, "string": 6.0}   # drums: drums.RING_CA
 SUSTAINED = ("pipe", "voice")   # families held for the note's duration; the others ring out
 
 
-def seed_of(*identity) -> int:
+def seed_of(*identity: object) -> int:
     """A 32-bit noise seed from a note's identity (instrument, Hz, velocity bucket, …)."""
     return zlib.crc32(repr(identity).encode("utf-8"))
 
@@ -56,8 +67,9 @@ def velocity_gain(velocity: int) -> float:
 # building blocks
 
 
-def _decaying_sines(out: np.ndarray, start: int, freqs, amps, taus, sample_rate: int,
-                    phases=None) -> None:
+def _decaying_sines(out: np.ndarray, start: int, freqs: Sequence[float], amps: Sequence[float],
+                    taus: Sequence[float], sample_rate: int,
+                    phases: Sequence[float] | None = None) -> None:
     """Add Σ amp·e^(−t/τ)·sin(2πft + φ) into ``out[start:]``, each mode only while it lasts.
 
     Uses a complex power series built by doubling (≈ 2 flops a sample), float64 ratios cast to
@@ -92,7 +104,7 @@ def _fade_tail(x: np.ndarray, fraction: float = 0.1) -> np.ndarray:
     return x
 
 
-def _ring_samples(family: str, taus, sample_rate: int) -> int:
+def _ring_samples(family: str, taus: Sequence[float], sample_rate: int) -> int:
     return int(min(RING_CAP_S[family], DECAY_SPAN * max(taus)) * sample_rate)
 
 
@@ -104,7 +116,7 @@ def _ring_samples(family: str, taus, sample_rate: int) -> int:
 MINOR_THIRD_BELL = (1.0, 1.2, 2.4, 2.81, 3.0)
 
 
-def bell(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
+def bell(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
     """Two-tone bell struck at the 正鼓: one exponentially decaying mode per measured partial
     (``partials`` × hz, the 侧鼓 tone among them), the higher ones brighter when struck harder;
     a soft strike thump."""
@@ -122,7 +134,7 @@ def bell(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.n
     return normalise(_fade_tail(out), 1.0)
 
 
-def stone(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
+def stone(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
     """磬: inharmonic modes, bright attack click, shorter decay."""
     partials = list(p.get("partials", [1.0, 2.76, 5.4, 8.93]))
     amps = list(p.get("amplitudes", [1.0, 0.5, 0.25, 0.12]))
@@ -138,7 +150,7 @@ def stone(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.
     return normalise(_fade_tail(out), 1.0)
 
 
-def string(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
+def string(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
     """瑟: modal plucked string (harmonics, stiffness, faster decay for higher harmonics)."""
     tau1 = float(p.get("decay_s", 2.5))
     bright = float(p.get("brightness", 0.6)) * (0.6 + 0.4 * velocity / 127.0)
@@ -164,7 +176,7 @@ def string(p: dict, hz: float, velocity: int, sample_rate: int, seed: int) -> np
     return normalise(_fade_tail(out), 1.0)
 
 
-def pipe(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int,
+def pipe(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_rate: int,
          seed: int) -> np.ndarray:
     """簜: harmonics plus band-limited breath noise, soft attack, light vibrato."""
     harm = list(p.get("harmonics", [1.0, 0.35, 0.5, 0.12, 0.15]))
@@ -186,7 +198,7 @@ def pipe(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int,
 # the entry point
 
 
-def note(family: str, params: dict, hz: float | None, velocity: int, duration_s: float,
+def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, duration_s: float,
          sample_rate: int, seed: int = 0, lyric: str | None = None,
          vowel: str | None = None) -> np.ndarray:
     """One note as float32 mono samples (peak 1). ``hz`` None for unpitched drums and for a
@@ -217,7 +229,7 @@ def note(family: str, params: dict, hz: float | None, velocity: int, duration_s:
     raise ValueError(f"unknown instrument family {family!r}")
 
 
-def length(family: str, params: dict, duration_s: float, sample_rate: int) -> int:
+def length(family: str, params: dict[str, Any], duration_s: float, sample_rate: int) -> int:
     """Samples :func:`note` returns for these arguments (without rendering)."""
     if family in SUSTAINED:
         return max(1, int(duration_s * sample_rate)) + int(RELEASE_S * sample_rate)

@@ -4,6 +4,7 @@ without one (noise through the same formants); the vowel of a syllable."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.signal import lfilter
@@ -36,7 +37,7 @@ def vowel_of(syllable: str | None) -> str:
     return SYLLABLE_VOWEL.get(ch) or "aoeiu"[ord(ch) % 5]
 
 
-def sung(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int, seed: int,
+def sung(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_rate: int, seed: int,
          vowel: str = "a", consonant: bool = False) -> np.ndarray:
     """Sung vowel by formant synthesis: a glottal harmonic source shaped by the vowel's formants.
 
@@ -64,13 +65,13 @@ def sung(p: dict, hz: float, velocity: int, duration_s: float, sample_rate: int,
     return normalise(out, 1.0)
 
 
-def fricative_onset(out: np.ndarray, rng, sample_rate: int) -> None:
+def fricative_onset(out: np.ndarray, rng: np.random.Generator, sample_rate: int) -> None:
     """Add a short fricative onset for the syllable into ``out`` (peak about 1)."""
     c = burst(rng, len(out), 0.012, sample_rate, cutoff_hz=2500.0, highpass=True)
     out[:len(c)] += 0.25 * c
 
 
-def spoken(p: dict, velocity: int, duration_s: float, sample_rate: int, seed: int, vowel: str = "a",
+def spoken(p: dict[str, Any], velocity: int, duration_s: float, sample_rate: int, seed: int, vowel: str = "a",
            consonant: bool = False) -> np.ndarray:
     """A spoken call without a pitch: noise through the vowel's formants (parallel two-pole
     resonators, bandwidths ``whisper_bandwidth`` times the sung ones), so no harmonic series;

@@ -1,6 +1,7 @@
 """The courtyard drawing: an SVG of the 堂, the stairs, the three 县, the 侯道 and the listeners.
 
-Positions come from ``ceremony/courtyard.toml`` (:mod:`yuexuan.rite.courtyard`) and the timeline's instrument facts (metres; x east,
+Positions come from ``ceremony/courtyard.toml`` (:mod:`yuexuan.rite.courtyard`) and the timeline's
+instrument facts (metres; x east,
 y north). Two panels share one file: the 乐县 in detail (north up) and the whole 侯道 at a smaller
 scale. Every instrument is drawn exactly once, as ``<g id="inst-NAME" data-instrument="NAME">``,
 so a page can light it (class ``sounding``). Performers who move (the facts' ``places``, filled by
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from yuexuan.errors import UserError
 from yuexuan.formats.svgstyle import FONT, SVG_NS
@@ -51,14 +52,14 @@ STYLE = """
 """
 
 
-def _el(parent, tag: str, text: str | None = None, **attrs):
+def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: object) -> ET.Element:
     e = ET.SubElement(parent, tag, {k.rstrip("_").replace("_", "-"): str(v) for k, v in attrs.items()})
     if text is not None:
         e.text = text
     return e
 
 
-def _marker(g, family: str, cx: float, cy: float, r: float = 7.0) -> None:
+def _marker(g: ET.Element, family: str, cx: float, cy: float, r: float = 7.0) -> None:
     fill = FAMILY_COLOUR.get(family, "#888")
     if family == "stone":        # a chime frame: a wide bar
         _el(g, "rect", class_="yx-mark", x=cx - 1.5 * r, y=cy - 0.6 * r, width=3 * r, height=1.2 * r,
@@ -81,7 +82,8 @@ def _marker(g, family: str, cx: float, cy: float, r: float = 7.0) -> None:
               f"L{cx - r:.1f},{cy:.1f} Z")
 
 
-def _label(parent, lab: Labeller, cx, cy, text, size=13.0, cls="yx-label", gap=10.0, **attrs):
+def _label(parent: ET.Element, lab: Labeller, cx: float, cy: float, text: str, size: float = 13.0,
+           cls: str = "yx-label", gap: float = 10.0, **attrs: object) -> ET.Element:
     x, y, anchor = lab.place(cx, cy, text, size, gap)
     if cls:
         attrs["class_"] = cls
@@ -91,7 +93,7 @@ def _label(parent, lab: Labeller, cx, cy, text, size=13.0, cls="yx-label", gap=1
 
 class LabelJob(NamedTuple):
     """A label to place once every mark of its panel is drawn and reserved (px, font px)."""
-    parent: object
+    parent: ET.Element
     cx: float
     cy: float
     text: str
@@ -110,7 +112,7 @@ def instrument_id(name: str) -> str:
     return "inst-" + name.replace(" ", "_")
 
 
-def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
+def layout_svg(instruments: dict[str, dict[str, Any]], court: Courtyard, title: str = "") -> str:
     """The courtyard drawing as SVG text.
 
     ``instruments`` maps name -> facts dict (as in ``Timeline.instruments``: pinyin, english,
@@ -152,7 +154,7 @@ def layout_svg(instruments: dict, court: Courtyard, title: str = "") -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=False) + "\n"
 
 
-def _scale_bar(parent, p: Panel, x_m: float, y_m: float, length_m: float, lab: Labeller) -> None:
+def _scale_bar(parent: ET.Element, p: Panel, x_m: float, y_m: float, length_m: float, lab: Labeller) -> None:
     x0, y = p(x_m, y_m)
     x1, _ = p(x_m + length_m, y_m)
     _el(parent, "path", d=f"M{x0},{y - 4} V{y} H{x1} V{y - 4}", fill="none", stroke="#333")
@@ -160,7 +162,8 @@ def _scale_bar(parent, p: Panel, x_m: float, y_m: float, length_m: float, lab: L
     lab.reserve(x0 - 1, y - 5, x1 + 6 + text_width(f"{length_m:g} m", 11), y + 7)
 
 
-def _draw_detail(root, p: Panel, court: Courtyard, instruments: dict, lab: Labeller) -> None:
+def _draw_detail(root: ET.Element, p: Panel, court: Courtyard, instruments: dict[str, dict[str, Any]],
+                 lab: Labeller) -> None:
     g = _el(root, "g", id="yx-detail")
     w, h = p.size
     _el(g, "rect", class_="yx-panel", x=p.x0, y=p.y0, width=w, height=h, fill="#efe6d2",
@@ -178,7 +181,7 @@ def _draw_detail(root, p: Panel, court: Courtyard, instruments: dict, lab: Label
              if p.holds(*f["position_m"][:2])]
     xians = []                  # (县 label, pixel box) of each group of one 县 standing together
     for grp in clusters(items):
-        xian = {instruments[n].get("xian") for n, _, _ in grp}
+        xian = {instruments[n].get("xian", "") for n, _, _ in grp}
         if len(xian) == 1 and next(iter(xian)) in XIAN_LABEL and len(grp) >= 2:
             pts = [p(x, y) for _, x, y in grp]
             box = (min(q[0] for q in pts) - 16, min(q[1] for q in pts) - 16,
@@ -215,7 +218,7 @@ def _draw_detail(root, p: Panel, court: Courtyard, instruments: dict, lab: Label
         job.place(lab)
 
 
-def _instrument(parent, name: str, facts: dict, cx: float, cy: float, lab: Labeller,
+def _instrument(parent: ET.Element, name: str, facts: dict[str, Any], cx: float, cy: float, lab: Labeller,
                 size: float = 13.0) -> LabelJob:
     """Draw the instrument's group and mark (reserved); return its label, to place later."""
     g = _el(parent, "g", id=instrument_id(name), class_=f"yx-inst yx-{facts.get('family', 'other')}",
@@ -226,7 +229,8 @@ def _instrument(parent, name: str, facts: dict, cx: float, cy: float, lab: Label
     return LabelJob(g, cx, cy, name, size, 11)
 
 
-def _places(parent, p: Panel, instruments: dict, lab: Labeller) -> list:
+def _places(parent: ET.Element, p: Panel, instruments: dict[str, dict[str, Any]],
+            lab: Labeller) -> list[LabelJob]:
     """Each performer's other places (facts ``places``), labelled with the place and its cues, an
     arrow from home; and the officials standing by (``attendants``). Marks are drawn and reserved;
     the labels are returned, to place later."""
@@ -260,7 +264,7 @@ def _places(parent, p: Panel, instruments: dict, lab: Labeller) -> list:
     return jobs
 
 
-def _listener(parent, li: Listener, cx: float, cy: float, lab: Labeller) -> LabelJob:
+def _listener(parent: ET.Element, li: Listener, cx: float, cy: float, lab: Labeller) -> LabelJob:
     """Draw a listener's seat and facing (reserved); return its label, to place later."""
     g = _el(parent, "g", class_="yx-listener", data_listener=li.name)
     _el(g, "title", f"{li.name} — {li.english} (listener)")
@@ -273,7 +277,8 @@ def _listener(parent, li: Listener, cx: float, cy: float, lab: Labeller) -> Labe
     return LabelJob(g, cx, cy, f"{li.name} (听)", 11, 10, "yx-small", "#075")
 
 
-def _draw_overview(root, p: Panel, det: Panel, court: Courtyard, instruments: dict) -> None:
+def _draw_overview(root: ET.Element, p: Panel, det: Panel, court: Courtyard,
+                   instruments: dict[str, dict[str, Any]]) -> None:
     g = _el(root, "g", id="yx-range")
     w, h = p.size
     _el(g, "rect", class_="yx-panel", x=p.x0, y=p.y0, width=w, height=h, fill="#e8efe0",
@@ -324,7 +329,8 @@ def _draw_overview(root, p: Panel, det: Panel, court: Courtyard, instruments: di
         job.place(lab)
 
 
-def _draw_legend(root, x: float, y: float, court: Courtyard, instruments: dict) -> None:
+def _draw_legend(root: ET.Element, x: float, y: float, court: Courtyard,
+                 instruments: dict[str, dict[str, Any]]) -> None:
     g = _el(root, "g", id="yx-legend")
     _el(g, "text", "图例 · Legend", class_="yx-sub", x=x, y=y)
     y += 24
@@ -361,6 +367,7 @@ def _draw_legend(root, x: float, y: float, court: Courtyard, instruments: dict) 
             _el(g, "text", f"{name} → {row['where']}", class_="yx-label yx-place-key", x=cols[0], y=y,
                 data_performer=name, data_cues=" ".join(row.get("cues", [])))
             cues = row.get("cues", [])
-            shown = ", ".join(cues) if len(cues) <= 4 else f"{cues[0]}, {cues[1]} … {cues[-1]} ({len(cues)} cues)"
+            shown = (", ".join(cues) if len(cues) <= 4
+                     else f"{cues[0]}, {cues[1]} … {cues[-1]} ({len(cues)} cues)")
             _el(g, "text", "cues: " + shown, class_="yx-label", x=cols[2], y=y)
             y += 20

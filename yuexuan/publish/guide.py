@@ -16,6 +16,7 @@ import os
 import shutil
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from yuexuan import atomic
 from yuexuan.publish import drawing
@@ -42,7 +43,7 @@ def cue_vtt(timeline: Timeline) -> str:
     return captions.vtt_text(rows)
 
 
-def _json_for_script(obj) -> str:
+def _json_for_script(obj: Any) -> str:
     """JSON safe inside a <script> element (no ``<`` at all)."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
@@ -158,12 +159,13 @@ def _publish(target: Path, text: str | None = None, copy_from: Path | None = Non
             except OSError:
                 shutil.copyfile(copy_from, tmp)
         else:
+            assert text is not None                 # one of text and copy_from is given
             tmp.write_bytes(text.encode("utf-8"))
         os.chmod(tmp, 0o644 & ~_umask())
 
 
 def write_site(timeline: Timeline, out_dir: str | Path, audio: str | Path | None = None,
-               vtt: str | None = None, court: courtyard.Courtyard | None = None) -> list:
+               vtt: str | None = None, court: courtyard.Courtyard | None = None) -> list[Path]:
     """Write the guide into ``out_dir``; return the paths written.
 
     ``audio`` is copied beside the page (unless it is already there). ``vtt`` (the captions'

@@ -2,7 +2,8 @@
 
 One part per instrument group (歌, 瑟, 簜, 钟·鑮, 磬, 鼓, 呼). Each cue starts a new measure under a
 rehearsal mark and a metronome mark: a quarter note is the cue's ``beat_s`` (its syllable, note, call
-step or arrow; docs/timeline.md), and its onsets and lengths are quantised to sixteenths of that. Pitched notes are written at the nearest equal-tempered pitch
+step or arrow; docs/timeline.md), and its onsets and lengths are quantised to sixteenths of that.
+Pitched notes are written at the nearest equal-tempered pitch
 (the timeline's MIDI key); under each note: the 歌's syllable (verse 1, 歌 only), the 律 name and the
 deviation of the exact 三分损益 pitch from the written one, in cents.
 """
@@ -15,13 +16,18 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from yuexuan import atomic
 from yuexuan.errors import UserError
-from yuexuan.timeline import Timeline, chosen_cues
+from yuexuan.timeline import Cue, Note, Timeline, chosen_cues
+
+if TYPE_CHECKING:                    # music21 is imported when a score is made (start-up time)
+    from music21 import stream
 
 #: group key -> (part name, abbreviation); in score order, top to bottom.
 GROUPS = {"歌": ("歌 Voices", "歌"), "瑟": ("瑟 Zithers", "瑟"), "簜": ("簜 Pipes", "簜"),
@@ -34,7 +40,7 @@ GRID = 4                     # divisions of a quarter note onsets are quantised 
 BEATS_PER_MEASURE = 4
 
 
-def group_of(name: str, facts: dict) -> str:
+def group_of(name: str, facts: dict[str, Any]) -> str:
     """The score part an instrument belongs to."""
     kind = facts.get("kind", "")
     if kind in ("歌", "呼"):
@@ -65,20 +71,17 @@ def metronome_number(quarter_s: float) -> float:
     return float(f"{60.0 / quarter_s:.4g}")
 
 
-def select_cues(timeline: Timeline, cue_ids: list | None) -> list:
+def select_cues(timeline: Timeline, cue_ids: list[str] | None) -> list[Cue]:
     """The cues to print, in time order; all cues with notes when ``cue_ids`` is empty."""
     with_notes = {n.cue for n in timeline.notes}
-    if cue_ids:
-        chosen = chosen_cues(timeline, cue_ids)
-    else:
-        chosen = [c for c in timeline.cues if c.id in with_notes]
+    chosen = chosen_cues(timeline, cue_ids) if cue_ids else [c for c in timeline.cues if c.id in with_notes]
     chosen = [c for c in chosen if c.id in with_notes]
     if not chosen:
         raise UserError("the selected cues have no notes to print", key="--cues")
     return sorted(chosen, key=lambda c: c.start)
 
 
-def build_score(timeline: Timeline, cue_ids: list | None = None):
+def build_score(timeline: Timeline, cue_ids: list[str] | None = None) -> stream.Score:
     """A music21 ``Score`` of the chosen cues (see the module docstring)."""
     from music21 import bar, clef, expressions, instrument, layout, metadata, meter, stream, tempo
 
@@ -145,7 +148,8 @@ def build_score(timeline: Timeline, cue_ids: list | None = None):
     return score
 
 
-def _fill(part, ns: list, cue_start: float, sec: Section, drum: bool, words: bool, insts: dict) -> None:
+def _fill(part: stream.Part, ns: list[Note], cue_start: float, sec: Section, drum: bool, words: bool,
+          insts: dict[str, dict[str, Any]]) -> None:
     """Insert the notes of one group in one cue: chords of simultaneous onsets, no overlaps."""
     from music21 import chord, note, percussion, pitch
 
@@ -159,19 +163,22 @@ def _fill(part, ns: list, cue_start: float, sec: Section, drum: bool, words: boo
         nxt = onsets[k + 1] if k + 1 < len(onsets) else sec.length_ql
         d = float(min(dur_q[idx].max(), nxt - t))
         at = [ns[i] for i in idx]
+        # music21 elements: unpitched heads (drums), else one note or chord per onset
+        el: Any
+        heads: list[Any]
         if drum:
             lines = sorted({DRUM_LINE.get(insts.get(n.instrument, {}).get("kind", ""), ("A", 4)) for n in at},
                            key=lambda s: (s[1], "CDEFGAB".index(s[0])))
             heads = []
             for step, octv in lines:
-                u = note.Unpitched()
+                u: Any = note.Unpitched()       # its displayStep is typed as a step-name Literal
                 u.displayStep, u.displayOctave = step, octv
                 heads.append(u)
             el = heads[0] if len(heads) == 1 else percussion.PercussionChord(heads)
             el.quarterLength = d
             el.addLyric("·".join(dict.fromkeys(n.instrument.split("·")[0] for n in at)))
         else:
-            keys = {}
+            keys: dict[int, Note] = {}
             for n in at:                          # one head per MIDI key; the loudest note names it
                 if n.midi not in keys or n.velocity > keys[n.midi].velocity:
                     keys[n.midi] = n
@@ -194,13 +201,13 @@ def _fill(part, ns: list, cue_start: float, sec: Section, drum: bool, words: boo
         part.insert(sec.offset_ql + float(t), el)
 
 
-def _rest_gaps(part, total_ql: float) -> None:
+def _rest_gaps(part: stream.Part, total_ql: float) -> None:
     """Fill the silences between notes with rests, up to ``total_ql``."""
     from music21 import note
 
-    pos = 0.0
+    pos: float | Fraction = 0.0
     events = sorted((e.offset, e.offset + e.quarterLength) for e in part.notes)
-    for start, end in events + [(total_ql, total_ql)]:
+    for start, end in [*events, (total_ql, total_ql)]:
         if start > pos + 1e-6:
             r = note.Rest()
             r.quarterLength = start - pos
@@ -208,7 +215,7 @@ def _rest_gaps(part, total_ql: float) -> None:
         pos = max(pos, end)
 
 
-def write_musicxml(score, target: str | Path) -> Path:
+def write_musicxml(score: stream.Score, target: str | Path) -> Path:
     """Write ``score`` as MusicXML to ``target`` atomically."""
     target = Path(target)
     with atomic.atomic_path(target, suffix=".musicxml") as tmp:
@@ -238,7 +245,7 @@ def write_pdf(musicxml: str | Path, target: str | Path, timeout_s: float = 300.0
     return target
 
 
-def _run(cmd: list, timeout_s: float) -> None:
+def _run(cmd: list[str], timeout_s: float) -> None:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
