@@ -119,7 +119,8 @@ def _same(a, b) -> None:
     assert [(c.id, c.kind) for c in a.cues] == [(c.id, c.kind) for c in b.cues]
     assert [t for c in a.cues for t in (c.start, c.end)] == pytest.approx(
         [t for c in b.cues for t in (c.start, c.end)], abs=2e-6)
-    assert [(n.cue, n.instrument, n.midi) for n in a.notes] == [(n.cue, n.instrument, n.midi) for n in b.notes]
+    assert [(n.cue, n.instrument, n.midi) for n in a.notes] == \
+        [(n.cue, n.instrument, n.midi) for n in b.notes]
     assert [n.time for n in a.notes] == pytest.approx([n.time for n in b.notes], abs=2e-6)
     assert [(x.cue, x.archer, x.arrow) for x in a.beats] == [(x.cue, x.archer, x.arrow) for x in b.beats]
     assert [x.time for x in a.beats] == pytest.approx([x.time for x in b.beats], abs=2e-6)
@@ -241,7 +242,8 @@ def test_shots_with_cues_are_the_whole_ceremonys_seconds(default_cues, root, com
     cut = read_timeline(str(default_cues), "compile", ids, shots=log, compact=compact)
     back = at_ceremony_times(cut)
     calls = ("获者", "大射正")
-    want = [(n.cue, n.instrument, n.midi, n.time) for n in whole.notes if n.cue in ids and n.instrument in calls]
+    want = [(n.cue, n.instrument, n.midi, n.time) for n in whole.notes
+            if n.cue in ids and n.instrument in calls]
     got = [(n.cue, n.instrument, n.midi, n.time) for n in back.notes if n.instrument in calls]
     assert len(want) > 4 and [w[:3] for w in want] == [g[:3] for g in got]
     assert [w[3] for w in want] == pytest.approx([g[3] for g in got], abs=1e-9)

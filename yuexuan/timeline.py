@@ -195,10 +195,8 @@ def select(tl: Timeline, cue_ids: Iterable[str] | None, file: str | None = None,
     cues = chosen_cues(tl, cue_ids, file=file) if cue_ids else list(tl.cues)
     index = {c.id: k for k, c in enumerate(tl.cues)}
     ids = {c.id for c in cues}
-    notes = [n for n in tl.notes if n.cue in ids]
-    beats = [b for b in tl.beats if b.cue in ids]
     t0 = min([c.start for c in cues] + [t for c in cues for t in c.phrases]
-             + [n.time for n in notes] + [b.time for b in beats])
+             + [n.time for n in tl.notes if n.cue in ids] + [b.time for b in tl.beats if b.cue in ids])
     shift, end = {}, None           # cue id -> seconds its times move back
     for c in cues:
         start = c.start - t0 if end is None or not compact else end + tl.ceremony.gap_s
@@ -208,14 +206,20 @@ def select(tl: Timeline, cue_ids: Iterable[str] | None, file: str | None = None,
     starts = [_ceremony_start(tl, index[c.id]) for c in cues]
     origin = starts[0] - (cues[0].start - shift[cues[0].id])
     closed = tuple(s - origin - (c.start - shift[c.id]) for s, c in zip(starts, cues))
+    compacted = bool(compact) or bool(tl.selection and tl.selection.compact)
+    return _moved(tl, cues, shift, Selection(origin, compacted, closed))
+
+
+def _moved(tl: Timeline, cues: list[Cue], shift: dict[str, float], selection: Selection | None) -> Timeline:
+    """``tl`` with only ``cues`` and their notes and beats, each cue's times less ``shift[id]`` s."""
+    notes = (replace(n, time=n.time - shift[n.cue]) for n in tl.notes if n.cue in shift)
+    beats = (replace(b, time=b.time - shift[b.cue]) for b in tl.beats if b.cue in shift)
     return Timeline(
         tl.ceremony,
         tuple(replace(c, start=c.start - shift[c.id], end=c.end - shift[c.id],
                       phrases=tuple(t - shift[c.id] for t in c.phrases)) for c in cues),
-        tuple(sorted((replace(n, time=n.time - shift[n.cue]) for n in notes), key=lambda n: n.time)),
-        tuple(sorted((replace(b, time=b.time - shift[b.cue]) for b in beats), key=lambda b: b.time)),
-        tl.instruments, tl.targets,
-        Selection(origin, bool(compact) or bool(tl.selection and tl.selection.compact), closed))
+        tuple(sorted(notes, key=lambda n: n.time)), tuple(sorted(beats, key=lambda b: b.time)),
+        tl.instruments, tl.targets, selection)
 
 
 def _ceremony_start(tl: Timeline, k: int) -> float:
@@ -233,14 +237,8 @@ def at_ceremony_times(tl: Timeline) -> Timeline:
     sel = tl.selection
     if sel is None:
         return tl
-    shift = {c.id: _ceremony_start(tl, k) - c.start for k, c in enumerate(tl.cues)}
-    return Timeline(
-        tl.ceremony,
-        tuple(replace(c, start=c.start + shift[c.id], end=c.end + shift[c.id],
-                      phrases=tuple(t + shift[c.id] for t in c.phrases)) for c in tl.cues),
-        tuple(sorted((replace(n, time=n.time + shift[n.cue]) for n in tl.notes), key=lambda n: n.time)),
-        tuple(sorted((replace(b, time=b.time + shift[b.cue]) for b in tl.beats), key=lambda b: b.time)),
-        tl.instruments, tl.targets, None)
+    back = {c.id: c.start - _ceremony_start(tl, k) for k, c in enumerate(tl.cues)}
+    return _moved(tl, list(tl.cues), back, None)
 
 
 def _r(x: float) -> float:

@@ -12,10 +12,10 @@ import sys
 import numpy as np
 
 from yuexuan import atomic
-from yuexuan.scoring import ownjie, report, rules, shiho
-from yuexuan.scoring.shots import read_shots
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
+from yuexuan.scoring import ownjie, report, rules, shiho
+from yuexuan.scoring.shots import read_shots
 from yuexuan.timeline import at_ceremony_times
 
 

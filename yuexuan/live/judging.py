@@ -23,9 +23,9 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from yuexuan.live.judge import RoundEnd, ShotError
 from yuexuan.live import osc
 from yuexuan.live.calls import HUO
+from yuexuan.live.judge import RoundEnd, ShotError
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 
 SCREEN_LINES = 6            # latest verdicts (and bad messages) on the operator's screen

@@ -56,8 +56,9 @@ def message_kind(msg) -> Kind:
 
 def window_time(timeline, value, option: str = "--from") -> float | None:
     """``value`` (None, seconds, or text: seconds, ``CUE``, ``CUE+S``, ``CUE-S``) as seconds of
-    ``timeline`` (a selection's, not the whole ceremony's). A cue id is the one error :func:`yuexuan.errors.unknown_cue` when unknown; an offset
-    past the cue's end is refused (a rehearsal starts inside the cue it names)."""
+    ``timeline`` (a selection's, not the whole ceremony's). A cue id is the one error
+    :func:`yuexuan.errors.unknown_cue` when unknown; an offset past the cue's end is refused (a
+    rehearsal starts inside the cue it names)."""
     if value is None or isinstance(value, (int, float)):
         seconds = None if value is None else float(value)
     else:
