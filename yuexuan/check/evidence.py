@@ -14,7 +14,7 @@ the drum — the shot would be released on a stroke and refused off it (the rule
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def stroke_rows(ev: DrumEvidence, plan: np.ndarray) -> list[StrokeRow]:
     conf = np.concatenate((conf, ev.confidence[extra]))
     order = np.argsort(np.where(np.isnan(planned), heard, planned), kind="stable")
 
-    def opt(v: float):
+    def opt(v: float) -> float | None:
         return None if v != v else round(float(v), 6)
     return [StrokeRow(opt(planned[i]), opt(heard[i]), opt(conf[i])) for i in order.tolist()]
 
@@ -114,7 +114,7 @@ def shot_evidence(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Ver
     return ShotEvidence(conf, depends & (doubtful_stroke | near_unheard))
 
 
-def summary(ev: DrumEvidence) -> dict:
+def summary(ev: DrumEvidence) -> dict[str, Any]:
     """The confidence part of the ``drum`` report (JSON-ready)."""
     matched = ev.confidence[ev.alignment.live_index]
     return {"finder": ev.finder, "confidence_threshold": ev.threshold,

@@ -14,12 +14,15 @@ Every mark has a class (``yx-stroke``, ``yx-plan``, ``yx-shot``, ``yx-uncertain`
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from yuexuan.scoring import shiho
 from yuexuan.check.evidence import DrumEvidence, ShotEvidence, rests_on_drum
 from yuexuan.formats.svgstyle import FONT, SVG_NS
+from yuexuan.scoring import shiho
+from yuexuan.scoring.shots import Shots
 
 WIDTH = 1400.0            # px
 LEFT, RIGHT = 100.0, 20.0 # px margins of the panels
@@ -46,7 +49,8 @@ text { fill: #111; font-size: 12px; }
 """
 
 
-def _el(parent, tag: str, text: str | None = None, tip: str | None = None, **attrs):
+def _el(parent: ET.Element, tag: str, text: str | None = None, tip: str | None = None,
+        **attrs: object) -> ET.Element:
     e = ET.SubElement(parent, tag, {k.rstrip("_").replace("_", "-"): str(v)
                                     for k, v in attrs.items()})
     if text is not None:
@@ -62,7 +66,7 @@ class _Axis:
     def __init__(self, t0: float, t1: float, x0: float, x1: float):
         self.t0, self.t1, self.x0, self.x1 = t0, t1, x0, x1
 
-    def __call__(self, t):
+    def __call__(self, t: npt.ArrayLike) -> Any:       # an array of px, or one (a numpy float)
         return self.x0 + (np.asarray(t, dtype=float) - self.t0) * (self.x1 - self.x0) / (self.t1 - self.t0)
 
 
@@ -74,7 +78,7 @@ def _ticks(t0: float, t1: float, n: int = 12) -> np.ndarray:
     return np.arange(np.ceil(t0 / step) * step, t1 + 1e-9, step)
 
 
-def _strength_line(g, ev: DrumEvidence, ax: _Axis, y_base: float, height: float) -> None:
+def _strength_line(g: ET.Element, ev: DrumEvidence, ax: _Axis, y_base: float, height: float) -> None:
     """The onset strength as one polyline, its maximum per pixel column (so no peak is lost)."""
     t, s = ev.strength_t_s, ev.strength
     keep = (t >= ax.t0) & (t <= ax.t1)
@@ -90,7 +94,7 @@ def _strength_line(g, ev: DrumEvidence, ax: _Axis, y_base: float, height: float)
         tip="onset strength of the recording (0 to 1 = the strongest)")
 
 
-def _time_axis(g, ax: _Axis, y: float, label: bool = True, n: int = 12) -> None:
+def _time_axis(g: ET.Element, ax: _Axis, y: float, label: bool = True, n: int = 12) -> None:
     _el(g, "line", class_="yx-axis", x1=f"{ax.x0:.1f}", y1=f"{y:.1f}", x2=f"{ax.x1:.1f}", y2=f"{y:.1f}")
     for t in _ticks(ax.t0, ax.t1, n):
         x = float(ax(t))
@@ -106,7 +110,7 @@ def _stroke_kind(ev: DrumEvidence, k: int, matched: np.ndarray) -> str:
     return "yx-stroke" if ev.confidence[k] >= ev.threshold else "yx-stroke doubtful"
 
 
-def _shot_mark(g, x: float, y: float, released: bool, tip: str) -> None:
+def _shot_mark(g: ET.Element, x: float, y: float, released: bool, tip: str) -> None:
     if released:
         _el(g, "circle", class_="yx-shot released", cx=f"{x:.1f}", cy=f"{y:.1f}", r="5", tip=tip)
     else:
@@ -116,7 +120,7 @@ def _shot_mark(g, x: float, y: float, released: bool, tip: str) -> None:
               f"L{x + r:.1f},{y - r:.1f}")
 
 
-def _shot_tip(shots, v: shiho.Verdict, proof: ShotEvidence, i: int) -> str:
+def _shot_tip(shots: Shots, v: shiho.Verdict, proof: ShotEvidence, i: int) -> str:
     c = proof.stroke_confidence[i]
     return (f"row {i + 1}: {shots.archers[i]} at {v.clock_s[i]:.3f} s, "
             f"{'released' if v.released[i] else 'refused'} ({shiho.REASONS[v.reason[i]]}); "
@@ -125,14 +129,15 @@ def _shot_tip(shots, v: shiho.Verdict, proof: ShotEvidence, i: int) -> str:
             + ("; UNCERTAIN" if proof.uncertain[i] else ""))
 
 
-def _lanes(g, ev: DrumEvidence, plan: np.ndarray, ax: _Axis, top: float, shots, v, proof,
+def _lanes(g: ET.Element, ev: DrumEvidence, plan: np.ndarray, ax: _Axis, top: float, shots: Shots,
+           v: shiho.Verdict, proof: ShotEvidence,
            r3: np.ndarray, zoom: bool) -> float:
     """Strength, strokes, plan and shots between ``top`` and the returned bottom (px)."""
     al = ev.alignment
     live = al.live_s
     matched = np.zeros(len(live), dtype=bool)
     matched[al.live_index] = True
-    heard_of_plan = dict(zip(al.plan_index.tolist(), al.live_index.tolist()))
+    heard_of_plan: dict[int, int] = dict(zip(al.plan_index.tolist(), al.live_index.tolist()))
     y_str, y_stroke, y_plan, y_shot = top + 70, top + 78, top + 128, top + 150
     _el(g, "text", "onset strength", class_="yx-small", x=f"{ax.x0 - 4:.1f}", y=f"{top + 40:.1f}",
         text_anchor="end")
@@ -143,6 +148,7 @@ def _lanes(g, ev: DrumEvidence, plan: np.ndarray, ax: _Axis, top: float, shots, 
     _el(g, "text", "shots", class_="yx-small", x=f"{ax.x0 - 4:.1f}", y=f"{y_shot + 4:.1f}",
         text_anchor="end")
     _strength_line(g, ev, ax, y_str, 66)
+    k: int | None                              # a heard stroke's index (below: a planned one's, if heard)
     for k in np.flatnonzero((live >= ax.t0) & (live <= ax.t1)).tolist():
         x = float(ax(live[k]))
         _el(g, "line", class_=_stroke_kind(ev, k, matched), x1=f"{x:.1f}", y1=f"{y_stroke:.1f}",
@@ -171,7 +177,7 @@ def _lanes(g, ev: DrumEvidence, plan: np.ndarray, ax: _Axis, top: float, shots, 
     return y_shot + 12
 
 
-def evidence_svg(ev: DrumEvidence, plan: np.ndarray, shots, v: shiho.Verdict,
+def evidence_svg(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Verdict,
                  proof: ShotEvidence, settings: shiho.Settings | None = None,
                  title: str = "") -> str:
     """The SVG text of the plot (see the module's doc)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cues_file", metavar="CUES", nargs="?", default=None,
                    help=f"cue sheet (TOML); default: the packaged cues/{DEFAULT_CUES} "
                         f"(or DIR/cues/{DEFAULT_CUES} of --data DIR)")
@@ -21,7 +22,7 @@ def add_arguments(p) -> None:
     add_shots_argument(p)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     source = data_source(args)
     if args.cues_file is None:
         args.cues_file = str(source.path("cues", DEFAULT_CUES))

@@ -7,7 +7,9 @@ JSON; its 射节 beats are the 建鼓 strokes a round-3 shot must meet (不鼓�
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,11 +17,15 @@ from yuexuan import atomic
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
 from yuexuan.scoring import ownjie, report, rules, shiho
-from yuexuan.scoring.shots import read_shots
+from yuexuan.scoring.shots import Shots, read_shots
 from yuexuan.timeline import at_ceremony_times
 
+if TYPE_CHECKING:                    # the drum finder is imported only with --beats-from (start-up time)
+    from yuexuan.check.drum.finder import DrumEvidence
+    from yuexuan.check.evidence import ShotEvidence
 
-def add_arguments(p) -> None:
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cues", metavar="CUES",
                    help="cue sheet (.toml), or a timeline saved by "
                         "'yuexuan compile --timeline' (.json)")
@@ -51,7 +57,7 @@ def add_arguments(p) -> None:
 _finite = rules.finite_seconds
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     tolerance = rules.tolerance_of(args.tolerance)
     offset = _finite("--offset", args.offset)
     shots = read_shots(args.shots)          # the cheap check first
@@ -80,10 +86,10 @@ def run(args) -> int:
                         file=args.cues)
     bound = own = judging.bound_strokes(shots.round, shots.archers, shots.time + offset)
     if bound is not None and alignment is not None:
-        bound = ownjie.live_strokes(own, plan, alignment)
+        bound = ownjie.live_strokes(bound, plan, alignment)     # bound is own here
     verdict = shiho.evaluate_shots(shots, beats, offset, settings, bound)
     proof = None
-    if found is not None:
+    if found is not None and drum is not None:              # drum: found's summary
         proof = evidence.shot_evidence(found, plan, shots, verdict, settings, own)
         drum["uncertain_rows"] = (np.flatnonzero(proof.uncertain) + 1).tolist()
         _write_evidence(args, found, plan, shots, verdict, proof, settings)
@@ -102,7 +108,8 @@ def run(args) -> int:
         text = report.render_json(shots, verdict, meta, drum, warnings, proof)
     elif args.format == "csv":
         text = report.render_csv(shots, verdict, proof)
-        doubt = proof is not None and report.uncertain_line(proof, drum["confidence_threshold"])
+        doubt = (proof is not None and drum is not None
+                 and report.uncertain_line(proof, drum["confidence_threshold"]))
         for line in (report.tally_lines(verdict) + ([report.drum_summary(drum)] if drum else [])
                      + ([doubt] if doubt else [])):
             print(line, file=sys.stderr)
@@ -116,7 +123,8 @@ def run(args) -> int:
     return 0
 
 
-def _write_evidence(args, found, plan, shots, verdict, proof, settings) -> None:
+def _write_evidence(args: argparse.Namespace, found: DrumEvidence, plan: np.ndarray, shots: Shots,
+                    verdict: shiho.Verdict, proof: ShotEvidence, settings: shiho.Settings) -> None:
     """``--beats-out`` and ``--plot``, each written atomically."""
     from yuexuan.check import evidence
 

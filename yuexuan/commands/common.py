@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -10,11 +11,11 @@ from pathlib import Path
 from yuexuan.compiler import compile_path
 from yuexuan.data import ENV_VAR, DataSource
 from yuexuan.errors import UserError
-from yuexuan.timeline import from_dict, select
+from yuexuan.timeline import Timeline, from_dict, select
 from yuexuan.timeline_schema import SchemaVersionError
 
 
-def data_source(args) -> DataSource:
+def data_source(args: argparse.Namespace) -> DataSource:
     """The data of this run: ``--data DIR``, else ``$YUEXUAN_DATA``, else the packaged data alone.
     The one place the variable is read; each command builds its source here once and passes it on."""
     folder, where = getattr(args, "data", None), "--data"
@@ -27,11 +28,11 @@ def data_source(args) -> DataSource:
     return DataSource(Path(folder))
 
 
-def add_cues_argument(parser) -> None:
+def add_cues_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cues_file", metavar="CUES", help="cue sheet (TOML), e.g. cues/dashe.toml")
 
 
-def add_selection_argument(parser, help_text: str = "only these cue ids") -> None:
+def add_selection_argument(parser: argparse.ArgumentParser, help_text: str = "only these cue ids") -> None:
     """``--cues`` and ``--compact``: the one rule of a selection (:func:`read_timeline`)."""
     parser.add_argument("--cues", metavar="ID,ID", default=None,
                         help=f"{help_text}, cut from the whole ceremony: time 0 is the first "
@@ -41,7 +42,7 @@ def add_selection_argument(parser, help_text: str = "only these cue ids") -> Non
                              "sheet's gap_seconds")
 
 
-def add_shots_argument(parser) -> None:
+def add_shots_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shots", metavar="LOG", default=None,
                         help="shot log (the 'yuexuan check' format, docs/check.md), times in seconds "
                              "of the whole ceremony, as check reads them (with --cues too): the "
@@ -49,7 +50,7 @@ def add_shots_argument(parser) -> None:
                              "sheet's hits strings")
 
 
-def selection(args) -> list | None:
+def selection(args: argparse.Namespace) -> list[str] | None:
     raw = getattr(args, "cues", None)
     if raw is None:
         return None
@@ -59,9 +60,9 @@ def selection(args) -> list | None:
     return ids
 
 
-def read_timeline(path: str, command: str, cue_ids: list | None = None,
+def read_timeline(path: str, command: str, cue_ids: list[str] | None = None,
                   source: DataSource = DataSource(), shots: str | None = None,
-                  compact: bool = False):
+                  compact: bool = False) -> Timeline:
     """The Timeline of ``path``, only the cues ``cue_ids`` when given: a cue sheet's whole
     ceremony compiled now from the data of ``source``, its compiler warnings printed on stderr;
     or a saved timeline (``.json``) read back. Either way the cues are then cut by
@@ -85,7 +86,7 @@ def read_timeline(path: str, command: str, cue_ids: list | None = None,
     return tl
 
 
-def _saved(path: str):
+def _saved(path: str) -> Timeline:
     """The timeline saved at ``path``; every problem a :class:`UserError` naming the file."""
     try:
         return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
@@ -99,7 +100,7 @@ def _saved(path: str):
         raise UserError(f"not a yuexuan timeline JSON ({exc})", file=path) from None
 
 
-def load_timeline(args, command: str, source: DataSource):
+def load_timeline(args: argparse.Namespace, command: str, source: DataSource) -> Timeline:
     """The Timeline of ``args.cues_file`` (with ``--cues``, ``--compact`` and ``--shots``), through
     :func:`read_timeline`."""
     return read_timeline(args.cues_file, command, selection(args), source, getattr(args, "shots", None),

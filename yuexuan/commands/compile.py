@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from yuexuan.commands.common import (add_cues_argument, add_selection_argument, add_shots_argument,
-                                     data_source, load_timeline)
+import argparse
+
+from yuexuan.commands.common import (
+    add_cues_argument,
+    add_selection_argument,
+    add_shots_argument,
+    data_source,
+    load_timeline,
+)
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_cues_argument(p)
     p.add_argument("-o", "--output", required=True, metavar="OUT.mid", help="MIDI file to write")
     p.add_argument("--timeline", metavar="OUT.json", help="also write the timeline JSON (docs/timeline.md)")
@@ -18,7 +25,7 @@ def add_arguments(p) -> None:
                    help="per-channel pitch bends instead of MTS tuning SysEx (synths without MTS)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     tl = load_timeline(args, "compile", data_source(args))
     write_smf(tl, args.output, pitch_bend=args.pitch_bend)
     if args.timeline:

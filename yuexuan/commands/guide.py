@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from yuexuan.publish import guide
-from yuexuan.commands.common import (add_cues_argument, add_selection_argument, add_shots_argument,
-                                     data_source, load_timeline)
+from yuexuan.commands.common import (
+    add_cues_argument,
+    add_selection_argument,
+    add_shots_argument,
+    data_source,
+    load_timeline,
+)
 from yuexuan.commands.progress import Progress
 from yuexuan.commands.render import render_announced
+from yuexuan.data import DataSource
 from yuexuan.errors import UserError
+from yuexuan.publish import guide
 from yuexuan.rite import courtyard
+from yuexuan.timeline import Timeline
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cues_argument(parser)
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write the site into")
     parser.add_argument("--audio", metavar="FILE",
@@ -25,7 +33,7 @@ def add_arguments(parser) -> None:
                         help="write the page without audio (a notice; the time slider still works)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise UserError("exists and is not a folder", file=str(out), key="-o")
@@ -53,14 +61,17 @@ def run(args) -> int:
     return 0
 
 
-def build_step(timeline, cues_path, out_dir, source, progress: Progress | None = None) -> list:
+def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, source: DataSource,
+               progress: Progress | None = None) -> list[Path]:
     """For ``yuexuan build``: write ``out_dir/guide/``, with the render step's audio if it wrote one;
     ``progress``: build's stage lines."""
     out_dir = Path(out_dir)
     stem = Path(cues_path).stem
-    audio = next((out_dir / f"{stem}{ext}" for ext in guide.AUDIO_TYPES if (out_dir / f"{stem}{ext}").is_file()),
+    audio = next((out_dir / f"{stem}{ext}" for ext in guide.AUDIO_TYPES
+                  if (out_dir / f"{stem}{ext}").is_file()),
                  None)
-    written = guide.write_site(timeline, out_dir / "guide", audio, court=courtyard.for_timeline(timeline, source))
+    written = guide.write_site(timeline, out_dir / "guide", audio,
+                               court=courtyard.for_timeline(timeline, source))
     if progress:
         progress.stage(f"guide written ({out_dir / 'guide' / 'index.html'})")
     return written

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from yuexuan import atomic
-from yuexuan.publish import drawing
-from yuexuan.rite import courtyard
 from yuexuan.commands.common import add_cues_argument, data_source, load_timeline
 from yuexuan.errors import UserError
+from yuexuan.publish import drawing
+from yuexuan.rite import courtyard
 from yuexuan.rite.courtyard import Courtyard
 from yuexuan.timeline import Timeline
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cues_argument(parser)
     parser.add_argument("-o", "--output", required=True, metavar="OUT.svg", help="SVG file to write")
 
@@ -25,7 +26,7 @@ def build_svg(timeline: Timeline, court: Courtyard) -> str:
     return drawing.layout_svg(timeline.instruments, court, title)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.is_dir():
         raise UserError("is a directory; expected an .svg file path", file=str(out), key="-o")

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import soundfile as sf
 
 from yuexuan import atomic
 from yuexuan.audio import synth
-from yuexuan.commands.common import data_source
-from yuexuan.rite import instruments
-from yuexuan.errors import UserError
 from yuexuan.audio.output import output_format
+from yuexuan.commands.common import data_source
+from yuexuan.errors import UserError
+from yuexuan.rite import instruments
 from yuexuan.rite.tuning import parse_pitch
 
 DEFAULT_HZ = 345.0
 
 
-def add_arguments(p) -> None:
-    p.add_argument("instrument", metavar="INSTRUMENT", help="instrument name as in instruments/*.toml, e.g. 笙钟")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("instrument", metavar="INSTRUMENT",
+                   help="instrument name as in instruments/*.toml, e.g. 笙钟")
     p.add_argument("lv", metavar="律", help="pitch: 黄 大 太 夹 姑 仲 蕤 林 夷 南 无 应 (or 黄钟 …), "
                    "清 for an octave up, 浊 down; ignored for drums")
     p.add_argument("-o", "--output", required=True, metavar="OUT.wav", help=".wav or .flac")
@@ -31,7 +34,7 @@ def add_arguments(p) -> None:
     p.add_argument("--sample-rate", type=int, default=48000, metavar="HZ")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     fmt, subtype = output_format(args.output)
     insts = instruments.load_all(data_source(args))
     if args.instrument not in insts:
@@ -53,7 +56,8 @@ def run(args) -> int:
             raise UserError(f"{pitch.name} on {inst.name} is {hz:.1f} Hz, outside what can be synthesised")
     x = synth.note(inst.family, inst.synth, hz, args.velocity, args.duration, args.sample_rate,
                    seed=synth.seed_of(inst.name, hz, args.velocity), lyric=args.lyric)
-    x = x * np.float32(10 ** (-1 / 20) * synth.velocity_gain(args.velocity) / max(1e-9, float(np.abs(x).max())))
+    x = x * np.float32(10 ** (-1 / 20) * synth.velocity_gain(args.velocity)
+                       / max(1e-9, float(np.abs(x).max())))
     try:
         with atomic.atomic_path(args.output) as tmp:
             sf.write(tmp, x, args.sample_rate, subtype=subtype, format=fmt)

@@ -7,6 +7,7 @@ terminal: piped or captured runs (tests, scripts) see nothing of it.
 from __future__ import annotations
 
 import sys
+from typing import TextIO
 
 BAR_CELLS = 25                  # one cell = 4 %
 
@@ -16,7 +17,7 @@ class Progress:
     pass: "mix", "level"); :meth:`stage` prints one finished stage; :meth:`done` clears the bar.
     The bar only moves forward: a second gain pass does not take it back."""
 
-    def __init__(self, command: str, stream=None):
+    def __init__(self, command: str, stream: TextIO | None = None) -> None:
         self.command = command
         self.stream = sys.stderr if stream is None else stream   # the stderr of this run, not of import time
         self.on = hasattr(self.stream, "isatty") and self.stream.isatty()

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
 from yuexuan.audio import render
-from yuexuan.commands.common import (add_cues_argument, add_selection_argument, add_shots_argument,
-                                     data_source, load_timeline)
+from yuexuan.commands.common import (
+    add_cues_argument,
+    add_selection_argument,
+    add_shots_argument,
+    data_source,
+    load_timeline,
+)
 from yuexuan.commands.progress import Progress
+from yuexuan.data import DataSource
 from yuexuan.errors import UserError
 from yuexuan.rite import courtyard
+from yuexuan.rite.courtyard import Listener
+from yuexuan.timeline import Timeline
 
 LISTENERS = ("宾", "公", "中庭")
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_cues_argument(p)
     p.add_argument("-o", "--output", required=True, metavar="OUT.flac",
                    help="audio file to write (.wav or .flac); OUT.vtt and OUT.cue are written beside it")
@@ -29,7 +38,7 @@ def add_arguments(p) -> None:
                         "seat), 中庭 (the middle of the courtyard)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     render.output_format(args.output)
     source = data_source(args)
     bar = Progress("render")
@@ -57,7 +66,8 @@ def run(args) -> int:
     return 0
 
 
-def render_announced(timeline, target: Path, seats: dict, progress: Progress | None = None):
+def render_announced(timeline: Timeline, target: Path, seats: dict[str, Listener],
+                     progress: Progress | None = None) -> render.Report:
     """Render ``timeline`` to ``target`` (with its chapter sidecars) heard from the default seat of
     ``seats``; ``progress`` (build's or guide's) draws the bar and a line before and after."""
     if progress is None:
@@ -71,7 +81,8 @@ def render_announced(timeline, target: Path, seats: dict, progress: Progress | N
     return rep
 
 
-def build_step(timeline, cues_path, out_dir, source, progress: Progress | None = None) -> list:
+def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, source: DataSource,
+               progress: Progress | None = None) -> list[Path]:
     """For ``yuexuan build``: ``out_dir/<stem>.flac`` with its ``.vtt`` and ``.cue`` chapters,
     heard from the seats of ``source``'s courtyard; ``progress``: build's bar and stage lines."""
     target = Path(out_dir) / f"{Path(cues_path).stem}.flac"

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from yuexuan.publish import score
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
+from yuexuan.publish import score
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cues_argument(parser)
-    parser.add_argument("-o", "--output", required=True, metavar="OUT.musicxml", help="MusicXML file to write")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT.musicxml",
+                        help="MusicXML file to write")
     add_selection_argument(parser)
     parser.add_argument("--pdf", action="store_true",
                         help="also engrave OUT.pdf with LilyPond (needs the Debian package lilypond)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.is_dir():
         raise UserError("is a directory; expected a .musicxml file path", file=str(out), key="-o")

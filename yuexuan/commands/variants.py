@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import re
+from typing import Any
 
 from yuexuan.commands.common import data_source
 from yuexuan.rite import variants
@@ -10,13 +12,13 @@ from yuexuan.rite import variants
 O_NUMBER = re.compile(r"\bO(\d+)\b")
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     pass
 
 
-def _data(opt: dict) -> str:
+def _data(opt: dict[str, Any]) -> str:
     """An option's effect data (all but its source) on one line, e.g. ``cue = {melody = 磬}``."""
-    def show(v):
+    def show(v: Any) -> str:
         if isinstance(v, dict):
             return "{" + ", ".join(f"{k} = {show(x)}" for k, x in v.items()) + "}"
         if isinstance(v, list):
@@ -25,13 +27,14 @@ def _data(opt: dict) -> str:
     return "; ".join(f"{k} = {show(v)}" for k, v in opt.items() if k != "source" and v != {})
 
 
-def listing(defs: dict) -> list:
+def listing(defs: dict[str, Any]) -> list[str]:
     """The lines of ``yuexuan variants`` for the variant tables ``defs`` (ceremony/variants.toml)."""
     lines = []
     for key, v in defs.items():
         lines.append(f"{key}  — {v['question']}")
         if v.get("effect"):
-            lines.append(f"    effect: {v['effect']}" + (f" (cues {', '.join(v['cues'])})" if v.get("cues") else ""))
+            lines.append(f"    effect: {v['effect']}"
+                         + (f" (cues {', '.join(v['cues'])})" if v.get("cues") else ""))
         for name, opt in v["options"].items():
             mark = "*" if name == v["default"] else " "
             lines.append(f"  {mark} {name}: {opt['source']}")
@@ -41,10 +44,11 @@ def listing(defs: dict) -> list:
     numbers = sorted({int(n) for v in defs.values() for n in O_NUMBER.findall(v["question"].split(":")[0])})
     lines.append(f"{len(numbers)} open questions of ceremony.md §6 are settings: "
                  + " ".join(f"O{n}" for n in numbers))
-    lines.append("* = default. Set them in the cue sheet's [variants] table, e.g.  luming_sanzhong = \"敖继公\"")
+    lines.append("* = default. Set them in the cue sheet's [variants] table, "
+                 "e.g.  luming_sanzhong = \"敖继公\"")
     return lines
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     print("\n".join(listing(variants.load(source=data_source(args)))))
     return 0

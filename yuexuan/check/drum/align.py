@@ -11,6 +11,7 @@ tracked; the drift is live − plan per matched beat and the tempo ratio the slo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ class Alignment:
     extra: int                # live strokes matching no planned beat
     anchored: bool            # True when the shift was given, not estimated
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         """The drift report (seconds; JSON-ready)."""
         d = self.drift_s
         m = len(d)
@@ -52,11 +53,12 @@ class Alignment:
 
 
 def follow(plan: np.ndarray, live: np.ndarray, shift_s: float, window_s: float,
-           fit_last: int = 8):
+           fit_last: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """Walk the planned beats in order, predicting each one's live stroke from a line fitted to
     the last ``fit_last`` matches (so a drift of several beats is followed), and take the
     nearest unused stroke within ``window_s`` of the prediction. Returns (plan idx, live idx)."""
-    pi, li = [], []
+    pi: list[int] = []
+    li: list[int] = []
     used = np.zeros(len(live), dtype=bool)
     for i, p in enumerate(plan):
         if len(pi) >= 2:
@@ -100,7 +102,7 @@ def align(onsets_s: np.ndarray, plan_s: np.ndarray, start_s: float | None = None
     if window_s is None:
         window_s = 0.35 * gap
     anchored = start_s is not None
-    if anchored:
+    if start_s is not None:                  # anchored
         shift = float(start_s)
         pi, li = follow(plan, live, shift, window_s)
     else:

@@ -142,7 +142,7 @@ def scan_block(y: np.ndarray, t0_s: float, core_s: tuple[float, float]) -> Candi
                       frame_t[keep], strength[keep].astype(np.float32))
 
 
-def _with_context(blocks: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, float, tuple]]:
+def _with_context(blocks: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, float, tuple[float, float]]]:
     """(samples, start s, core span s) per block: each block with ``MARGIN_S`` of its
     neighbours on either side, so that no onset is judged at a cut."""
     margin = int(MARGIN_S * SR)
@@ -181,7 +181,7 @@ def distinct(time_s: np.ndarray, strength: np.ndarray, gap_s: float = MIN_GAP_S 
     """Indices of the candidates in time order, dropping the weaker of two whose attack times
     came within ``gap_s`` (two frame peaks can find the same attack)."""
     order = np.argsort(time_s, kind="stable")
-    keep = []
+    keep: list[int] = []
     for i in order.tolist():
         if keep and time_s[i] - time_s[keep[-1]] < gap_s:
             if strength[i] > strength[keep[-1]]:

@@ -34,9 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan.check.drum import band
-
-from yuexuan.check.drum import align
+from yuexuan.check.drum import align, band
 from yuexuan.errors import UserError
 from yuexuan.scoring.nearest import nearest
 
@@ -76,7 +74,7 @@ class DrumModel:
     level: float             # the seeds' median attack-band peak (sample amplitude)
     seeds: np.ndarray        # candidate indices of the seeds
     others: np.ndarray       # candidate indices of the off-plan onsets
-    span_s: tuple            # (from, to): where the 射节 is heard, recording clock, s
+    span_s: tuple[float, float]  # (from, to): where the 射节 is heard, recording clock, s
 
 
 def heard_plan(plan: np.ndarray, al: align.Alignment, live_rec_s: np.ndarray) -> np.ndarray:

@@ -18,6 +18,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:                    # PyAV is imported when a recording is opened (start-up time)
+    from av.audio.stream import AudioStream
+    from av.container import InputContainer
 
 import numpy as np
 
@@ -26,7 +31,7 @@ from yuexuan.errors import UserError
 FORMATS = "WAV, FLAC, MP3, or a video with an audio track (MP4/MOV with AAC)"
 
 
-def _open(path: Path):
+def _open(path: Path) -> tuple[InputContainer, AudioStream]:
     """The opened container (PyAV) and its first audio stream; UserError when there is none."""
     import av
 
