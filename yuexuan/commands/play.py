@@ -10,7 +10,6 @@ import queue
 import signal
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -253,6 +252,7 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
         stack.callback(rig.listener.stop)
     if plan.sensor_map is not None:     # --hits-midi
         from yuexuan.live import hits
+        assert rig.hub is not None          # --hits-midi judges: the hub is there
         _, sensor = hits.open_sensor(args.api, args.hits_midi, rig.hub, plan.sensor_map,
                                      plan.timeline, _input_priority(args))
         stack.callback(sensor.close)
@@ -262,7 +262,7 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
 def _show(plan: _Plan, out: ports.Output, ended: queue.Queue[Any]) -> JudgedShow:
     """The show on ``out``, telling --osc-out of each cue and beat, and the hub (through
     ``ended``) of each cue's end when shots are judged live."""
-    hooks: dict[str, Callable[[Any], None]] = {}
+    hooks: dict[str, Any] = {}          # on_cue, on_beat, on_cue_end: each called with a Cue or Beat
     if plan.notify is not None:
         hooks.update(on_cue=plan.notify.cue, on_beat=plan.notify.beat)
     if plan.judge is not None:

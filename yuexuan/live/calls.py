@@ -10,12 +10,15 @@ to now: nothing is worked out again here. The cues judged live leave their compi
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from yuexuan.formats.midimessages import TimedMessage
 from yuexuan.live.program import message_kind
 from yuexuan.live.queue_items import Kind
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 from yuexuan.rite.vocabulary import ZHENG_CALLS
+from yuexuan.timeline import Note, Timeline
 
 HUO = "获"
 HUO_CALLER = "获者"
@@ -28,33 +31,34 @@ class CallEvent:
 
     dt: float
     kind: Kind                  # ON | OFF | OTHER (a pitch bend)
-    data: tuple
-    key: tuple | None           # (channel, note) for ON/OFF
+    data: tuple[int, ...]       # raw bytes
+    key: tuple[int, int] | None  # (channel, note) for ON/OFF
 
 
-def _is_call(note) -> bool:
+def _is_call(note: Note) -> bool:
     return ((note.instrument == HUO_CALLER and note.lyric == HUO)
             or (note.instrument == ZHENG_CALLER and note.lyric in ZHENG_CALLS))
 
 
-def live_cues(timeline) -> list:
+def live_cues(timeline: Timeline) -> list[str]:
     """The ids of the cues judged live: every shooting cue of the played selection."""
     return [c.id for c in timeline.cues if c.kind in SHOOTING_KINDS]
 
 
-def compiled_calls(timeline, cue_ids) -> frozenset:
+def compiled_calls(timeline: Timeline, cue_ids: Iterable[str]) -> frozenset[tuple[str, str, float]]:
     """(cue, instrument, onset s) of every compiled 获 and 大射正 call in the cues ``cue_ids``."""
     wanted = set(cue_ids)
     return frozenset((n.cue, n.instrument, n.time) for n in timeline.notes
                      if n.cue in wanted and _is_call(n))
 
 
-def without_calls(messages, calls: frozenset) -> list:
+def without_calls(messages: Iterable[TimedMessage],
+                  calls: frozenset[tuple[str, str, float]]) -> list[TimedMessage]:
     """``messages`` (:class:`yuexuan.formats.midimessages.TimedMessage`) less those of the notes ``calls``."""
     return [m for m in messages if (m.cue, m.track, m.onset_s) not in calls]
 
 
-def _events(messages, notes, start: float) -> tuple:
+def _events(messages: Iterable[TimedMessage], notes: Iterable[Note], start: float) -> tuple[CallEvent, ...]:
     """The messages of ``notes`` as :class:`CallEvent` from ``start`` (s)."""
     keys = {(n.cue, n.instrument, n.time) for n in notes}
     out = []
@@ -66,12 +70,12 @@ def _events(messages, notes, start: float) -> tuple:
     return tuple(sorted(out, key=lambda e: (e.dt, e.kind != Kind.OFF)))
 
 
-def call_templates(timeline, messages) -> dict:
+def call_templates(timeline: Timeline, messages: Sequence[TimedMessage]) -> dict[str, tuple[CallEvent, ...]]:
     """{word: the CallEvents of its first compiled call}: 获 (the 获者's 宫 and the 商 that
     follows it) and each of 留 / 扬 / 方 the 大射正 calls somewhere in ``timeline``; a word with no
     compiled call is absent (a 大射正 word falls back on another: the spoken key is the same)."""
     calls = [n for n in timeline.notes if _is_call(n)]
-    out = {}
+    out: dict[str, tuple[CallEvent, ...]] = {}
     huo = [n for n in calls if n.instrument == HUO_CALLER]
     if len(huo) >= 2:
         first, second = huo[0], huo[1]        # 举旌以宫, then 偃旌以商 (compiled in pairs)

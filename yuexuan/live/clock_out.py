@@ -12,8 +12,11 @@ a stretch ahead. Not thread-safe: the show calls it under its own lock.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from yuexuan.live import timecode
-from yuexuan.live.queue_items import SYNC_KINDS, Kind, Payload
+from yuexuan.live.queue_items import SYNC_KINDS, Kind, Payload, Send
+from yuexuan.live.scheduler import Scheduler
 
 CHUNK_S = 1.0                # show seconds of pulses and quarter frames queued at a time
 CLOCK_START, CLOCK_CONTINUE, CLOCK_STOP, CLOCK_PULSE = (0xFA,), (0xFB,), (0xFC,), (0xF8,)
@@ -22,8 +25,8 @@ CLOCK_START, CLOCK_CONTINUE, CLOCK_STOP, CLOCK_PULSE = (0xFA,), (0xFB,), (0xFC,)
 class SyncStreams:
     """Clock, MTC and MSC for one show; ``send(bytes) -> bool`` delivers a raw message."""
 
-    def __init__(self, sched, send, clock: bool = False, clock_beat_s: float | None = None,
-                 mtc_fps: int | None = None, msc_device: int | None = None):
+    def __init__(self, sched: Scheduler, send: Send, clock: bool = False, clock_beat_s: float | None = None,
+                 mtc_fps: int | None = None, msc_device: int | None = None) -> None:
         self._sched = sched
         self._send = send
         self._clock = clock
@@ -32,7 +35,7 @@ class SyncStreams:
         self._msc_device = msc_device
         self.anchor: float | None = None       # monotonic time of show time 0
         self._gen = 0                          # queued payloads of older generations are stale
-        self._segments: list = []              # timecode.ClockSegment, by start
+        self._segments: list[timecode.ClockSegment] = []     # by start
         self._queued_to = 0.0                  # show time up to which the streams are queued
         self._mtc_next = 0                     # next quarter-frame index to queue
         self._running = False                  # the clock started and did not stop since
@@ -42,7 +45,7 @@ class SyncStreams:
     def started(self) -> bool:
         return self.anchor is not None
 
-    def begin(self, at: float, show_s: float, segments) -> None:
+    def begin(self, at: float, show_s: float, segments: Iterable[timecode.ClockSegment]) -> None:
         """Start the show clock: monotonic ``at`` is show time ``show_s``; ``segments``
         (:class:`yuexuan.live.timecode.ClockSegment`) are the tempi of the cues known so far."""
         self.anchor = at - show_s
@@ -96,18 +99,21 @@ class SyncStreams:
         if p.gen != self._gen:
             return False
         if p.kind == Kind.CLOCK:
+            assert isinstance(p.data, tuple)            # a clock payload carries its byte
             return self._send(p.data)
         if p.kind == Kind.MTC:
+            assert isinstance(p.data, int) and self._mtc_fps is not None   # queued only with MTC on
             return self._send(tuple(timecode.mtc_quarter_frame(p.data, self._mtc_fps).bytes()))
         self._queue(self._queued_to + CHUNK_S)          # Kind.REFILL
         return False
 
     # -- internals -------------------------------------------------------------------------------
-    def _start_streams(self, show_s: float, clock_byte: tuple) -> None:
+    def _start_streams(self, show_s: float, clock_byte: tuple[int, ...]) -> None:
         if self._mtc_fps:
             self._send(tuple(timecode.mtc_full_frame(show_s, self._mtc_fps).bytes()))
             self._mtc_next = timecode.mtc_first_index(show_s, self._mtc_fps)
         if self._clock:
+            assert self.anchor is not None              # the show clock has begun
             self._running = True
             self._sched.add(self.anchor + show_s,
                             Payload(self._gen, show_s, None, Kind.CLOCK, clock_byte))
@@ -115,15 +121,18 @@ class SyncStreams:
         if self._clock or self._mtc_fps:
             self._queue(show_s + CHUNK_S)
 
-    def _pulses(self, start_s: float, end_s: float) -> list:
+    def _pulses(self, start_s: float, end_s: float) -> list[tuple[float, Payload]]:
         """(due, payload) for the clock pulses in show time [start_s, end_s)."""
         gen, anchor = self._gen, self.anchor
+        assert anchor is not None                       # the show clock has begun
         return [(anchor + t, Payload(gen, t, None, Kind.CLOCK, CLOCK_PULSE))
                 for t in timecode.cue_clock_times(self._segments, start_s, end_s).tolist()]
 
     def _queue(self, end_s: float) -> None:
         """Queue the pulses and quarter frames up to show time ``end_s``, and the next refill."""
-        gen, anchor, items = self._gen, self.anchor, []
+        gen, anchor = self._gen, self.anchor
+        assert anchor is not None                       # the show clock has begun
+        items: list[tuple[float, Payload]] = []
         if self._clock:
             items += self._pulses(self._queued_to, end_s)
         if self._mtc_fps:

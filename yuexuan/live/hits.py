@@ -21,13 +21,21 @@ message, never raised.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_hits import HitsMidi
 from yuexuan.scoring.nearest import nearest
+from yuexuan.timeline import Beat, Timeline
+
+if TYPE_CHECKING:
+    from yuexuan.live.judge import JudgedShot
+    from yuexuan.live.judging import Hub
+    from yuexuan.live.ports import Input
 
 NOTE_ON = 0x90
 SHOOTING_ROUND = 3          # the 射节 (kind shejie) is round 3's music
@@ -38,11 +46,11 @@ class Strokes:
     """The shooting strokes of the 射节, ascending: each bound to one archer's arrow."""
 
     time_s: np.ndarray      # timeline s (the whole ceremony's)
-    beats: tuple            # the timeline's Beat records, same order
+    beats: tuple[Beat, ...]  # the timeline's Beat records, same order
     reach_s: float          # a loose further than this from every stroke is nobody's turn
 
 
-def shooting_strokes(beats, cue_ids) -> Strokes:
+def shooting_strokes(beats: Iterable[Beat], cue_ids: Iterable[str]) -> Strokes:
     """The strokes of ``cue_ids`` bound to an archer (``Beat.shoot``). ``reach_s`` is the median
     gap between consecutive strokes (one arrow's share of a shooting 节)."""
     wanted = set(cue_ids)
@@ -54,7 +62,7 @@ def shooting_strokes(beats, cue_ids) -> Strokes:
     return Strokes(times, tuple(chosen), reach)
 
 
-def whose_turn(strokes: Strokes, loose_s: float, hit_s: float):
+def whose_turn(strokes: Strokes, loose_s: float, hit_s: float) -> Beat | None:
     """The Beat (archer, arrow, rank, role, pair) whose stroke is nearest ``loose_s`` among the
     strokes at or before ``hit_s`` (an arrow lands after it was loosed); None when none lies
     within ``strokes.reach_s`` of ``loose_s``."""
@@ -67,7 +75,7 @@ def whose_turn(strokes: Strokes, loose_s: float, hit_s: float):
     return strokes.beats[int(k)]
 
 
-def flight_times(sensor: HitsMidi, timeline) -> dict:
+def flight_times(sensor: HitsMidi, timeline: Timeline) -> dict[str, float]:
     """侯 → the arrow's flight, s, for each 侯 the sensor reports: the timeline's
     ``targets[侯].flight_s`` (the compiler's). A 侯 the timeline gives no flight is refused."""
     for target in dict.fromkeys(sensor.notes.values()):
@@ -85,7 +93,7 @@ class Hit:
     target: str
 
 
-def read_hit(data, sensor: HitsMidi) -> Hit | None:
+def read_hit(data: Sequence[int], sensor: HitsMidi) -> Hit | None:
     """A note-on (velocity > 0) of a mapped note on the sensor's channel, else None."""
     if len(data) < 3 or data[0] & 0xF0 != NOTE_ON or data[2] == 0:
         return None
@@ -98,12 +106,12 @@ def read_hit(data, sensor: HitsMidi) -> Hit | None:
 class HitSensor:
     """Turns sensor notes into shots for the hub (see the module's docstring)."""
 
-    def __init__(self, hub, sensor: HitsMidi, flights: dict, strokes: Strokes):
+    def __init__(self, hub: Hub, sensor: HitsMidi, flights: dict[str, float], strokes: Strokes) -> None:
         self.hub, self.sensor, self.flights, self.strokes = hub, sensor, flights, strokes
         self.hits = 0               # notes read as hits
         self.ignored = 0            # other MIDI (unmapped notes, note-offs, other channels)
 
-    def midi_in(self, data, arrival: float):
+    def midi_in(self, data: Sequence[int], arrival: float) -> JudgedShot | None:
         """One MIDI message that arrived at monotonic ``arrival``: the JudgedShot, or None."""
         hit = read_hit(data, self.sensor)
         if hit is None:
@@ -113,13 +121,15 @@ class HitSensor:
         hub = self.hub
         t = hub.timeline_at(arrival)
         if t is None:
-            return hub.report_bad(f"hit on {hit.target} (note {hit.note}): the show has not "
-                                  "started (not judged)", arrival)
+            hub.report_bad(f"hit on {hit.target} (note {hit.note}): the show has not "
+                           "started (not judged)", arrival)
+            return None
         flight = self.flights[hit.target]
         beat = whose_turn(self.strokes, t - flight, t)
-        if beat is None or beat.rank is None:
-            return hub.report_bad(f"hit on {hit.target} (note {hit.note}) at {t:.3f} s: no "
-                                  "archer's turn by the 射节 (not judged)", arrival)
+        if beat is None or beat.rank is None or beat.archer is None:    # (strokes bound to an archer)
+            hub.report_bad(f"hit on {hit.target} (note {hit.note}) at {t:.3f} s: no "
+                           "archer's turn by the 射节 (not judged)", arrival)
+            return None
         if not hub.judge.pending(beat.archer):        # no loose reported: the flight back
             hub.loose(beat.archer, t - flight, arrival)
         fields = {"archer": beat.archer, "rank": beat.rank, "role": beat.role,
@@ -128,8 +138,8 @@ class HitSensor:
         return hub.shot(fields, arrival)
 
 
-def open_sensor(api: str, fragment: str, hub, sensor: HitsMidi, timeline,
-                rt_priority: int | None = None):
+def open_sensor(api: str, fragment: str, hub: Hub, sensor: HitsMidi, timeline: Timeline,
+                rt_priority: int | None = None) -> tuple[HitSensor, Input]:
     """Open the MIDI input whose name contains ``fragment`` and feed its hits, read by the cue
     sheet's ``[hits_midi]`` map ``sensor`` (:func:`yuexuan.rite.cuesheet_hits.read`) with the
     arrow flights of ``timeline`` (the one played), to ``hub`` (from a thread at SCHED_FIFO

@@ -27,19 +27,19 @@ No I/O and no clock here: the caller gives every time.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from yuexuan.scoring import report
-
-from yuexuan.scoring import shiho
-from yuexuan.scoring.rules import Rules
-from yuexuan.scoring.rowbyrow import ShotColumns, changed, row_at
-from yuexuan.scoring.logread import FIELDS
-from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ZHENG_CALLS
 from yuexuan.errors import UserError
+from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ZHENG_CALLS
+from yuexuan.scoring import report, shiho
+from yuexuan.scoring.logread import FIELDS
+from yuexuan.scoring.rowbyrow import ShotColumns, changed, row_at
+from yuexuan.scoring.rules import Rules
+from yuexuan.timeline import Timeline
 
 DECIMALS = report.DECIMALS         # judged times rounded as the log writes them (microseconds)
 
@@ -73,24 +73,26 @@ class JudgedShot:
     """One shot judged: ``row`` is its line of the log, in ``check --format csv`` columns."""
 
     number: int                # 1-based row of the log (shot number)
-    row: dict                  # report.FIELDS_OUT → value (None = empty, bools, floats, str, int)
+    row: dict[str, Any]        # report.FIELDS_OUT → value (None = empty, bools, floats, str, int)
     released: bool
     reason: str                # a shiho.REASONS entry
     huo: bool                  # the 获者 calls 获 (shiho.huo_called: the arrow hit a 侯 it may)
     zheng: str | None          # the 大射正's call (留 | 扬 | 方) after a 公's miss, else None
     loose_s: float | None      # the pending loose's time taken as the shot's time, else None
-    tallies: list              # shiho.tallies of every shot so far (rounds 2, 3)
-    revised: tuple = ()        # earlier shots whose verdict this one changed: (number, row)
+    tallies: list[dict[str, Any]]  # shiho.tallies of every shot so far (rounds 2, 3)
+    # earlier shots whose verdict this one changed: (number, row)
+    revised: tuple[tuple[int, dict[str, Any]], ...] = ()
     round_end: RoundEnd | None = None
-    warnings: tuple = ()       # e.g. a fifth arrow (乘矢)
+    warnings: tuple[str, ...] = ()  # e.g. a fifth arrow (乘矢)
 
 
-def round_rosters(timeline, cue_ids=None) -> dict:
+def round_rosters(timeline: Timeline,
+                  cue_ids: Iterable[str] | None = None) -> dict[int, dict[str, RosterEntry]]:
     """Round → {archer: :class:`RosterEntry`} for the shooting 节 the timeline binds to archers
     (the 射节 cues, round 3; only ``cue_ids`` when given)."""
     wanted = None if cue_ids is None else set(cue_ids)
     kinds = {c.id: c.kind for c in timeline.cues}
-    rosters: dict = {}
+    rosters: dict[int, dict[str, RosterEntry]] = {}
     for b in timeline.beats:
         if not b.shoot or b.archer is None or (wanted is not None and b.cue not in wanted):
             continue
@@ -100,7 +102,7 @@ def round_rosters(timeline, cue_ids=None) -> dict:
     return rosters
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     """A field as the text a CSV cell holds (None → empty)."""
     return "" if value is None else str(value)
 
@@ -108,7 +110,8 @@ def _text(value) -> str:
 class Judge:
     """Shots judged incrementally by ``check``'s rules (see the module's docstring)."""
 
-    def __init__(self, rules: Rules, rosters: dict | None = None, known_only: bool = True):
+    def __init__(self, rules: Rules, rosters: dict[int, dict[str, RosterEntry]] | None = None,
+                 known_only: bool = True) -> None:
         """``rosters``: round → {archer: RosterEntry} (:func:`round_rosters`; None = no roster,
         no round end). ``known_only``: refuse an archer found in no roster (when there is one)."""
         self.rules = rules
@@ -116,17 +119,17 @@ class Judge:
         self.known = {a for r in self.rosters.values() for a in r}
         self.known_only = known_only and bool(self.known)
         self._log = ShotColumns()
-        self._pending: dict = {}           # archer → deque of loose times (timeline s)
-        self._rows: list = []              # the latest verdict row of every shot
-        self._arrows: dict = {}            # (round, archer) → shots so far
-        self._ended: set = set()           # rounds announced
+        self._pending: dict[str, deque[float]] = {}         # archer → deque of loose times (timeline s)
+        self._rows: list[dict[str, Any]] = []         # the latest verdict row of every shot
+        self._arrows: dict[tuple[int, str], int] = {}         # (round, archer) → shots so far
+        self._ended: set[int] = set()         # rounds announced
         self.verdict: shiho.Verdict | None = None
 
     def __len__(self) -> int:
         return len(self._rows)
 
     @property
-    def rows(self) -> list:
+    def rows(self) -> list[dict[str, Any]]:
         """Every shot's row so far (``check --format csv`` columns), latest verdicts."""
         return list(self._rows)
 
@@ -136,7 +139,7 @@ class Judge:
                              f"{', '.join(sorted(self.known))}", "archer")
         return None
 
-    def pending(self, archer: str) -> tuple:
+    def pending(self, archer: str) -> tuple[float, ...]:
         """The loose times (timeline s) of ``archer`` not yet matched to a shot, oldest first."""
         return tuple(self._pending.get(archer, ()))
 
@@ -153,7 +156,7 @@ class Judge:
         self._pending.setdefault(archer, deque()).append(round(float(time_s), DECIMALS))
         return None
 
-    def shot(self, fields: dict, arrival_s: float) -> JudgedShot | ShotError:
+    def shot(self, fields: dict[str, Any], arrival_s: float) -> JudgedShot | ShotError:
         """Judge a landed arrow. ``fields``: archer, rank, role, target, result (strings, the
         shot-log vocabularies), optionally pair (string) and round (int or string); other keys are
         ignored. ``arrival_s``: the message's arrival, timeline s. Nothing is kept on an error."""
@@ -214,8 +217,8 @@ class Judge:
         moved = [int(k) for k in changed(self.verdict, verdict) if k != index]
         self.verdict = verdict
         if added:
-            self._rows.append(None)
-        for k in moved + [index]:
+            self._rows.append({})               # its row, set just below
+        for k in [*moved, index]:
             self._rows[k] = row_at(shots, verdict, k)
         revised = tuple((k + 1, self._rows[k]) for k in moved)
         rank, result = ARCHER_RANKS[shots.rank[index]], RESULTS[shots.result[index]]
@@ -232,7 +235,7 @@ class Judge:
                           loose_s, verdict.tallies, revised,
                           self._round_end(verdict, round_) if added else None, warnings)
 
-    def _round_end(self, verdict, round_: int) -> RoundEnd | None:
+    def _round_end(self, verdict: shiho.Verdict, round_: int) -> RoundEnd | None:
         """The round's announcement, once, when every archer of its roster has four arrows."""
         roster = self.rosters.get(round_)
         if not roster or round_ in self._ended:

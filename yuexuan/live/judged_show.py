@@ -11,15 +11,19 @@ and the end release them) in their own generation, apart from any cue's.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 
 from yuexuan.live import show as show_mod
-from yuexuan.live.queue_items import Kind, Payload
+from yuexuan.live.calls import CallEvent
+from yuexuan.live.program import Program
+from yuexuan.live.queue_items import Kind, Payload, Send
+from yuexuan.timeline import Beat, Cue
 
 CALLS_CUE = "(live calls)"      # the outlet's cue for live calls: no cue of a timeline is named so
 BEAT = "beat"                   # key tag of a beat marker (a cue event carrying no bytes)
 
 
-def _ignore(*_args) -> None:
+def _ignore(*_args: object) -> None:
     return None
 
 
@@ -28,11 +32,12 @@ class JudgedShow(show_mod.Show):
     ``on_cue(cue)``, ``on_cue_end(cue)`` and ``on_beat(beat)`` are called on the scheduler thread
     under the show's lock: they must be quick (a UDP send)."""
 
-    def __init__(self, program, send, options=show_mod.ShowOptions(), port_name: str = "",
-                 beats=(), on_cue=_ignore, on_cue_end=_ignore, on_beat=_ignore,
-                 clock=time.monotonic):
+    def __init__(self, program: Program, send: Send, options: show_mod.ShowOptions = show_mod.ShowOptions(),
+                 port_name: str = "", beats: Iterable[Beat] = (), on_cue: Callable[[Cue], object] = _ignore,
+                 on_cue_end: Callable[[Cue], object] = _ignore, on_beat: Callable[[Beat], object] = _ignore,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(program, send, options, port_name, clock)
-        self._beats = {}
+        self._beats: dict[str, list[Beat]] = {}
         for b in beats:
             self._beats.setdefault(b.cue, []).append(b)
         self._on_cue, self._on_cue_end, self._on_beat = on_cue, on_cue_end, on_beat
@@ -55,14 +60,14 @@ class JudgedShow(show_mod.Show):
             return self._stood_s
 
     # -- live calls ----------------------------------------------------------------------------------
-    def sound_call(self, events) -> bool:
+    def sound_call(self, events: Iterable[CallEvent]) -> bool:
         """Sound a call now: ``events`` (:class:`yuexuan.live.calls.CallEvent`) from this
         instant; the first at ``dt`` 0 goes out before this returns. False after the show ended."""
         with self._lock:
             if self._closed:
                 return False
             now = self._clock()
-            later = []
+            later: list[tuple[float, Payload]] = []
             for e in events:
                 p = Payload(self._calls_gen, e.dt, CALLS_CUE, e.kind, e.data, e.key)
                 if e.dt <= 0:
@@ -73,10 +78,13 @@ class JudgedShow(show_mod.Show):
             return True
 
     def _send_call(self, p: Payload) -> bool:
-        if p.kind == Kind.ON:
+        if p.kind == Kind.ON:                       # a call's payload: its key and bytes
+            assert p.key is not None and isinstance(p.data, tuple)
             return self._outlet.note_on(CALLS_CUE, p.key, p.data)
         if p.kind == Kind.OFF:
+            assert p.key is not None and isinstance(p.data, tuple)
             return self._outlet.note_off(CALLS_CUE, p.key, p.data)
+        assert isinstance(p.data, tuple)
         return self._outlet.send(p.data)
 
     def _drop_calls(self) -> None:
@@ -97,11 +105,12 @@ class JudgedShow(show_mod.Show):
             return super().panic()
 
     # -- hooks -----------------------------------------------------------------------------------------
-    def _launch(self, indices, anchor: float) -> None:
+    def _launch(self, indices: Sequence[int], anchor: float) -> None:
         super()._launch(indices, anchor)
+        assert self._run is not None                # just launched
         gen = self._run.gen
         hi = self.options.until_s if self.options.until_s is not None else float("inf")
-        items = []
+        items: list[tuple[float, Payload]] = []
         for i in indices:
             cue = self.program.cues[i]
             lo = self._first_s(cue)
@@ -117,6 +126,7 @@ class JudgedShow(show_mod.Show):
                 return p.gen == self._calls_gen and self._send_call(p)
             current = self._run is not None and p.gen == self._run.gen
             if current and p.kind == Kind.OTHER and p.data is None:
+                assert p.key is not None            # a beat marker: (BEAT, the Beat)
                 self._on_beat(p.key[1])
                 return False
             sent = super()._dispatch(p)

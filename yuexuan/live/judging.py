@@ -22,16 +22,23 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from yuexuan.live import osc
-from yuexuan.live.calls import HUO
-from yuexuan.live.judge import RoundEnd, ShotError
+from yuexuan.live.calls import HUO, CallEvent
+from yuexuan.live.judge import Judge, JudgedShot, RoundEnd, ShotError
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
+from yuexuan.timeline import Cue, Timeline
+
+if TYPE_CHECKING:
+    from yuexuan.live.judged_show import JudgedShow
+    from yuexuan.scoring.logwrite import ShotLogWriter
 
 SCREEN_LINES = 6            # latest verdicts (and bad messages) on the operator's screen
 
 
-def round_closing_cues(timeline) -> frozenset:
+def round_closing_cues(timeline: Timeline) -> frozenset[str]:
     """The ids of the shooting cues of ``timeline`` after which no later cue of it shoots the same
     round: where the 释获者 announces a round cut short. A cue of no known round (a timeline saved
     before cues had one) closes what was judged in it."""
@@ -40,7 +47,7 @@ def round_closing_cues(timeline) -> frozenset:
                      if c.round is None or all(d.round != c.round for d in shooting[k + 1:]))
 
 
-def verdict_line(j) -> str:
+def verdict_line(j: JudgedShot) -> str:
     """One screen line for a judged shot (:class:`yuexuan.live.judge.JudgedShot`)."""
     r = j.row
     drum = ("" if r.get("nearest_beat") is None
@@ -50,7 +57,7 @@ def verdict_line(j) -> str:
             f"{'算' if j.released else '·'} {j.reason}")
 
 
-def tally_line(t: dict, final: bool) -> str:
+def tally_line(t: dict[str, Any], final: bool) -> str:
     return (f"round {t['round']}{' ends' if final else ''}: 右 {t['右']} 算, 左 {t['左']} 算 — "
             f"{t['announcement']}")
 
@@ -66,21 +73,24 @@ class Hub:
     (the operator's queue); ``closers``: :func:`round_closing_cues` of the show's timeline (None:
     every shooting cue closes the rounds judged in it)."""
 
-    def __init__(self, judge, show, timeline, calls: dict, log=None, out=None,
-                 command=None, closers: frozenset | None = None):
+    def __init__(self, judge: Judge, show: JudgedShow, timeline: Timeline,
+                 calls: dict[str, tuple[CallEvent, ...]],
+                 log: ShotLogWriter | None = None, out: osc.OscOut | None = None,
+                 command: Callable[[str], object] | None = None,
+                 closers: frozenset[str] | None = None) -> None:
         self.judge, self.show, self.timeline, self.calls = judge, show, timeline, calls
         self.log, self.out, self.command, self.closers = log, out, command, closers
         self._lock = threading.RLock()     # a shot's error is reported under it
-        self._recent: deque = deque(maxlen=SCREEN_LINES)  # latest lines but the tallies
-        self.said: list = []            # every line, in order (printed when not a terminal)
-        self.bad: list = []             # bad messages: {"arrival": monotonic s, "why": text}
-        self.judged: list = []          # every JudgedShot, in order
-        self.round_ends: list = []      # RoundEnd records, as announced
-        self.call_lag_s: list = []      # shot arrival → its call's first message sent, s
+        self._recent: deque[str] = deque(maxlen=SCREEN_LINES)  # latest lines but the tallies
+        self.said: list[str] = []         # every line, in order (printed when not a terminal)
+        self.bad: list[dict[str, Any]] = []         # bad messages: {"arrival": monotonic s, "why": text}
+        self.judged: list[JudgedShot] = []         # every JudgedShot, in order
+        self.round_ends: list[RoundEnd] = []      # RoundEnd records, as announced
+        self.call_lag_s: list[float] = []      # shot arrival → its call's first message sent, s
         self.unlogged = 0
 
     # -- input -------------------------------------------------------------------------------
-    def deliver(self, record) -> None:
+    def deliver(self, record: osc.Record) -> None:
         """One record of :mod:`yuexuan.live.osc` (the OSC thread calls this)."""
         if isinstance(record, osc.Shot):
             self.shot(record.fields, record.arrival)
@@ -109,18 +119,20 @@ class Hub:
         if err is not None:
             self.report_bad(f"loose: {err.message}", arrival)
 
-    def shot(self, fields: dict, arrival: float):
+    def shot(self, fields: dict[str, Any], arrival: float) -> JudgedShot | None:
         """An arrow has landed: judge, sound, log, send, show. The JudgedShot, or None."""
         t = self.timeline_at(arrival)
         if t is None:
-            return self.report_bad(f"shot of {fields.get('archer')}: the show has not started "
-                                   "(not judged)", arrival)
+            self.report_bad(f"shot of {fields.get('archer')}: the show has not started "
+                            "(not judged)", arrival)
+            return None
         with self._lock:
             j = self.judge.shot(fields, t)
             if isinstance(j, ShotError):
                 column = f"{j.column}: " if j.column else ""
-                return self.report_bad(f"shot of {fields.get('archer')}: {column}{j.message} "
-                                       "(not judged)", arrival)
+                self.report_bad(f"shot of {fields.get('archer')}: {column}{j.message} "
+                                "(not judged)", arrival)
+                return None
             word = HUO if j.huo else j.zheng
             if word is not None and word in self.calls and self.show.sound_call(self.calls[word]):
                 self.call_lag_s.append(self.show.now() - arrival)
@@ -130,14 +142,15 @@ class Hub:
             return j
 
     def correct(self, archer: str, arrow: int, result: str, target: str | None,
-                arrival: float):
+                arrival: float) -> JudgedShot | None:
         """A scorer's correction: judged again, the log rewritten (atomically), then told. No call
         sounds (the arrow landed long ago). The corrected JudgedShot, or None."""
         with self._lock:
             j = self.judge.correct(archer, arrow, result, target)
             if isinstance(j, ShotError):
-                return self.report_bad(f"correction of {archer}'s arrow {arrow}: {j.message} "
-                                       "(not made)", arrival)
+                self.report_bad(f"correction of {archer}'s arrow {arrow}: {j.message} "
+                                "(not made)", arrival)
+                return None
             if self.log is not None:
                 try:
                     self.log.rewrite(self.judge.rows)
@@ -147,7 +160,7 @@ class Hub:
             self._tell(j)
             return j
 
-    def cue_ended(self, cue) -> None:
+    def cue_ended(self, cue: Cue) -> None:
         """A shooting cue has ended: the 释获者 announces each round judged in it whose roster had
         not yet loosed every arrow (a rehearsal's part of a round, a round cut short), but not
         the cue's own round while a later cue of the show shoots more of it (round 2's 三耦
@@ -158,7 +171,7 @@ class Hub:
         lo, hi = cue.start + shift, cue.end + shift
         with self._lock:
             rounds = {int(r["round"]) for r in self.judge.rows if lo <= r["time"] <= hi}
-            done = {e.round for e in self.round_ends}
+            done: set[int | None] = {e.round for e in self.round_ends}
             if self.closers is not None and cue.id not in self.closers:
                 done.add(cue.round)
             for t in self._tallies():
@@ -175,7 +188,7 @@ class Hub:
             self._say(f"bad message: {why}")
 
     # -- output (called with the lock held) --------------------------------------------------------
-    def _write(self, j) -> None:
+    def _write(self, j: JudgedShot) -> None:
         if self.log is None:
             return
         try:
@@ -184,7 +197,7 @@ class Hub:
             self.unlogged += 1
             self._say(f"NOT LOGGED shot {j.number}: {exc.strerror}")
 
-    def _tell(self, j) -> None:
+    def _tell(self, j: JudgedShot) -> None:
         if self.out is not None:
             self.out.verdict(j.number, j.row)
         self._say(verdict_line(j))
@@ -212,7 +225,7 @@ class Hub:
             self._recent.append(text)
         self.said.append(text)
 
-    def screen(self) -> list:
+    def screen(self) -> list[str]:
         """The operator's lines: the latest verdicts and bad messages, then each round's running
         tally (or its announcement, once the round has ended)."""
         with self._lock:
@@ -221,7 +234,7 @@ class Hub:
             return list(self._recent) + tallies
 
     # -- the end ---------------------------------------------------------------------------------
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """For the report: every shot's row (latest verdicts), the tallies, the announcements
         made, the bad messages and the shot → call lag."""
         with self._lock:
@@ -232,11 +245,11 @@ class Hub:
                     "bad_messages": list(self.bad), "unlogged": self.unlogged,
                     "call_lag_ms": [round(1000 * s, 3) for s in self.call_lag_s]}
 
-    def final_lines(self) -> list:
+    def final_lines(self) -> list[str]:
         """The tallies of the rounds judged, one line each (for stderr at the end)."""
         with self._lock:
             return [tally_line(t, False) for t in self._tallies()]
 
-    def _tallies(self) -> list:
+    def _tallies(self) -> list[dict[str, Any]]:
         verdict = self.judge.verdict
         return verdict.tallies if verdict is not None else []

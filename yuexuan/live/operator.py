@@ -8,6 +8,10 @@ word (go, stop, hold, resume, panic, quit), so a script or a test can drive the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from yuexuan.timeline import Cue
 
 KEYS = {" ": "go", "g": "go", "\n": "go", "\r": "go", "s": "stop", "h": "toggle-hold",
         "p": "panic", "!": "panic", "q": "quit"}
@@ -20,16 +24,16 @@ class Status:
     """A snapshot of the show for the operator's screen (:meth:`yuexuan.live.show.Show.status`)."""
 
     state: str                   # waiting | playing | stopping | held | stopped | done
-    cue: object | None           # the Cue playing (or last played)
+    cue: Cue | None              # the Cue playing (or last played)
     position_s: float | None     # timeline seconds within the current cue
     stop_at_s: float | None      # where a soft stop will end it (timeline s)
-    next_cue: object | None
+    next_cue: Cue | None
     auto: bool
     port: str
     port_ok: bool
     sent: int
     dropped: int
-    notices: tuple               # the latest few notices
+    notices: tuple[str, ...]     # the latest few notices
     notice_count: int            # notices so far (to tell the new ones)
 
 
@@ -56,7 +60,7 @@ def _clock(seconds: float | None) -> str:
     return f"{sign}{int(s // 60):02d}:{s % 60:04.1f}"
 
 
-def render(status, width: int = 78, judged: tuple = ()) -> str:
+def render(status: Status, width: int = 78, judged: tuple[str, ...] = ()) -> str:
     """The status screen as plain text (no escape codes); ``judged``: the live judge's latest
     lines (verdicts, tallies, bad messages), shown under the cues."""
     rule = "─" * width

@@ -8,6 +8,9 @@ under its own lock.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+
+from yuexuan.live.queue_items import Send
 
 NOTE_OFF = 0x80
 CONTROL_CHANGE = 0xB0
@@ -17,16 +20,16 @@ ALL_NOTES_OFF = 123          # CC number
 class Outlet:
     """``send(bytes) -> bool`` delivers one raw message; False means it was dropped."""
 
-    def __init__(self, send, channels, port_name: str = ""):
+    def __init__(self, send: Send, channels: Iterable[int], port_name: str = "") -> None:
         self._send = send
         self.channels = tuple(channels)     # MIDI channels (0-based) the show uses
         self.port_name = port_name
         self.port_ok = True
         self.sent = 0
         self.dropped = 0
-        self._sounding: Counter = Counter()  # (cue, channel, note) -> count
+        self._sounding: Counter[tuple[str, int, int]] = Counter()  # (cue, channel, note) -> count
 
-    def send(self, data) -> bool:
+    def send(self, data: Sequence[int]) -> bool:
         ok = self._send(data)
         if ok:
             self.sent += 1
@@ -34,14 +37,14 @@ class Outlet:
             self.dropped += 1
         return ok
 
-    def note_on(self, cue: str, key: tuple, data) -> bool:
+    def note_on(self, cue: str, key: tuple[int, int], data: Sequence[int]) -> bool:
         """Send a note-on of ``cue``; ``key`` is (channel, note)."""
         if not self.send(data):
             return False
         self._sounding[(cue, *key)] += 1
         return True
 
-    def note_off(self, cue: str, key: tuple, data) -> bool:
+    def note_off(self, cue: str, key: tuple[int, int], data: Sequence[int]) -> bool:
         """Send a note-off of ``cue`` unless its note was released already (hold, cut, port)."""
         k = (cue, *key)
         if not self._sounding[k]:
@@ -73,7 +76,7 @@ class Outlet:
         return (f"MIDI output {self.port_name} has gone; the show runs on, "
                 "output resumes when it returns")
 
-    def port_back(self, setup, resume=None) -> str:
+    def port_back(self, setup: Iterable[Sequence[int]], resume: Callable[[], None] | None = None) -> str:
         """The destination is back: ``resume()`` reopens it, then the setup (tuning, programs)
         and All Notes Off go out first. Returns the notice."""
         self.port_ok = True

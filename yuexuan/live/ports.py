@@ -11,6 +11,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import rtmidi
 
@@ -33,7 +35,7 @@ def api_id(api: str) -> int:
 
 
 @contextlib.contextmanager
-def _quiet_stderr():
+def _quiet_stderr() -> Iterator[None]:
     """Silence what the C libraries (libjack, alsa-lib) print on fd 2 while a client opens."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -46,7 +48,7 @@ def _quiet_stderr():
         os.close(saved)
 
 
-def _client(kind: str, api: str, name: str):
+def _client(kind: str, api: str, name: str) -> Any:          # an rtmidi MidiOut or MidiIn
     cls = rtmidi.MidiOut if kind == "out" else rtmidi.MidiIn
     try:
         with _quiet_stderr():
@@ -89,7 +91,7 @@ class Output:
         self.fragment = fragment
         self._lock = threading.Lock()
         self._out = _client("out", api, CLIENT)
-        self._watch = None if fragment is None else _client("out", api, CLIENT + "-watch")
+        self._watch: Any = None if fragment is None else _client("out", api, CLIENT + "-watch")
         self.dropped = 0
         self.connected = False
         self._held = False                   # reopened after a loss, not yet resumed
@@ -104,6 +106,7 @@ class Output:
             if i is None:
                 listing = "; ".join(names) or "none"
                 self._out.delete()
+                assert self._watch is not None        # a fragment was given: a watcher was opened
                 self._watch.delete()
                 raise UserError(f"no MIDI output port contains {fragment!r}; ports: {listing}",
                                 key="--port")
@@ -119,7 +122,7 @@ class Output:
         self._held = hold
         self.connected = not hold
 
-    def send(self, data) -> bool:
+    def send(self, data: Sequence[int]) -> bool:
         """Send raw bytes; False (and counted as dropped) while the destination is gone."""
         with self._lock:
             if not self.connected:
@@ -187,7 +190,8 @@ class Input:
 
     POLL_S = 0.001
 
-    def __init__(self, api: str, fragment: str, callback, option: str = "--control",
+    def __init__(self, api: str, fragment: str, callback: Callable[[list[int]], object],
+                 option: str = "--control",
                  role: str = "control", rt_priority: int | None = None):
         """``option`` names the command-line option in errors; ``role`` the client
         (``yuexuan-control``, ``yuexuan-hits``); ``rt_priority``: the polling thread asks for

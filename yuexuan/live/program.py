@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from yuexuan.errors import UserError, unknown_cue
-from yuexuan.live.queue_items import Kind
-from yuexuan.timeline import chosen_cues
+from yuexuan.formats.midimessages import TimedMessage
+from yuexuan.live.queue_items import Kind, RawMessage
+from yuexuan.timeline import Cue, Timeline, chosen_cues
 
 
 @dataclass(frozen=True)
@@ -29,23 +32,23 @@ class Event:
     t: float
     cue: str
     kind: Kind                   # ON | OFF | OTHER
-    data: tuple
-    key: tuple | None = None     # (channel, note) for ON/OFF
+    data: RawMessage
+    key: tuple[int, int] | None = None     # (channel, note) for ON/OFF
 
 
 @dataclass(frozen=True)
 class Program:
     """What the show plays: setup messages (tuning, programs) and each cue's events."""
 
-    cues: tuple                  # selected Cue objects, timeline order
-    setup: tuple                 # raw messages sent before anything (and again on port return)
-    events: dict                 # cue id -> list[Event], time-sorted
-    channels: tuple              # MIDI channels (0-based) the show uses
+    cues: tuple[Cue, ...]        # selected Cue objects, timeline order
+    setup: tuple[RawMessage, ...]  # raw messages sent before anything (and again on port return)
+    events: dict[str, list[Event]]  # cue id -> its events, time-sorted
+    channels: tuple[int, ...]    # MIDI channels (0-based) the show uses
     from_s: float | None = None  # the window, timeline s (--from, --until resolved)
     until_s: float | None = None
 
 
-def message_kind(msg) -> Kind:
+def message_kind(msg: Any) -> Kind:      # a mido.Message (mido has no type hints)
     """ON for a sounding note-on, OFF for a note-off (or a note-on at velocity 0), else OTHER."""
     if msg.type == "note_on" and msg.velocity > 0:
         return Kind.ON
@@ -54,7 +57,7 @@ def message_kind(msg) -> Kind:
     return Kind.OTHER
 
 
-def window_time(timeline, value, option: str = "--from") -> float | None:
+def window_time(timeline: Timeline, value: str | float | None, option: str = "--from") -> float | None:
     """``value`` (None, seconds, or text: seconds, ``CUE``, ``CUE+S``, ``CUE-S``) as seconds of
     ``timeline`` (a selection's, not the whole ceremony's). A cue id is the one error
     :func:`yuexuan.errors.unknown_cue` when unknown; an offset past the cue's end is refused (a
@@ -72,7 +75,7 @@ def window_time(timeline, value, option: str = "--from") -> float | None:
     return seconds
 
 
-def _cue_time(timeline, text: str, option: str) -> float:
+def _cue_time(timeline: Timeline, text: str, option: str) -> float:
     """``CUE``, ``CUE+S`` or ``CUE-S``: the cue's start plus the offset (s). The cue id is the
     longest prefix before a sign that names a cue, so ids holding ``-`` or ``+`` work too."""
     ids = [c.id for c in timeline.cues]
@@ -96,7 +99,8 @@ def _cue_time(timeline, text: str, option: str) -> float:
     return cue.start + offset
 
 
-def select_cues(timeline, cue_ids=None, from_s=None, until_s=None) -> list:
+def select_cues(timeline: Timeline, cue_ids: Iterable[str] | None = None, from_s: float | None = None,
+                until_s: float | None = None) -> list[Cue]:
     """The cues of ``cue_ids`` (all when None) that overlap the window [from_s, until_s)."""
     chosen = timeline.cues if cue_ids is None else chosen_cues(timeline, cue_ids)
     if from_s is not None and until_s is not None and until_s <= from_s:
@@ -109,7 +113,8 @@ def select_cues(timeline, cue_ids=None, from_s=None, until_s=None) -> list:
     return cues
 
 
-def build_program(timeline, messages, cue_ids=None, from_s=None, until_s=None) -> Program:
+def build_program(timeline: Timeline, messages: Iterable[TimedMessage], cue_ids: Iterable[str] | None = None,
+                  from_s: str | float | None = None, until_s: str | float | None = None) -> Program:
     """Split ``timeline_messages`` records into setup messages and per-cue events.
 
     Setup = the records without a cue (tuning, banks, programs), sent before anything and again
@@ -122,12 +127,14 @@ def build_program(timeline, messages, cue_ids=None, from_s=None, until_s=None) -
     cues = select_cues(timeline, cue_ids, from_s, until_s)
     lo = float("-inf") if from_s is None else from_s
     hi = float("inf") if until_s is None else until_s
-    setup, events, channels = [], {c.id: [] for c in cues}, set()
+    setup: list[RawMessage] = []
+    events: dict[str, list[Event]] = {c.id: [] for c in cues}
+    channels: set[int] = set()
     for rec in messages:
         msg = rec.message
         if rec.cue is None:
             setup.append(tuple(msg.bytes()))
-        elif rec.cue in events and lo <= rec.onset_s < hi:
+        elif rec.cue in events and rec.onset_s is not None and lo <= rec.onset_s < hi:
             kind = message_kind(msg)
             key = (msg.channel, msg.note) if kind in (Kind.ON, Kind.OFF) else None
             events[rec.cue].append(Event(float(rec.time_s), rec.cue, kind, tuple(msg.bytes()),

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+#: one raw MIDI message: its bytes
+RawMessage = tuple[int, ...]
+#: delivers one raw message to the rig; False: it was dropped
+Send = Callable[[Sequence[int]], bool]
 
 
 class Kind(IntEnum):
@@ -31,5 +37,5 @@ class Payload(NamedTuple):
     t: float                     # timeline seconds (cue kinds) or show seconds (sync kinds)
     cue: str | None              # cue id (cue kinds)
     kind: Kind
-    data: tuple | int | None = None   # raw bytes; the quarter-frame index for MTC
-    key: tuple | None = None     # (channel, note) for ON/OFF
+    data: RawMessage | int | None = None   # raw bytes; the quarter-frame index for MTC; None: a marker
+    key: tuple[Any, ...] | None = None     # (channel, note) for ON/OFF; (tag, Beat) for a beat marker

@@ -14,8 +14,9 @@ import os
 import threading
 import time
 from array import array
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class Scheduler:
         self.realtime = False       # True once the thread runs SCHED_FIFO
         self._spin_s = spin_s
         self._clock = clock
-        self._heap: list = []
+        self._heap: list[_Queued] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._closed = False
@@ -168,7 +169,7 @@ class Scheduler:
             return True
 
     # -- the thread --------------------------------------------------------------------------
-    def _next_due(self):
+    def _next_due(self) -> _Queued | None:
         """Under the lock: the payload now due, or None after waiting a while."""
         if not self._heap:
             self._cond.wait()

@@ -22,17 +22,19 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import mido
 
 from yuexuan.live import timecode
+from yuexuan.live.clock_out import SyncStreams
 from yuexuan.live.operator import Status
 from yuexuan.live.outlet import Outlet
 from yuexuan.live.program import Program
-from yuexuan.live.queue_items import CUE_KINDS, SYNC_KINDS, Kind, Payload
+from yuexuan.live.queue_items import CUE_KINDS, SYNC_KINDS, Kind, Payload, Send
 from yuexuan.live.scheduler import Scheduler
-from yuexuan.live.clock_out import SyncStreams
+from yuexuan.timeline import Cue
 
 GO_AFTER_S = 0.005           # from a GO (once the show runs) to the cue's first message, s
 _MSC_COMMANDS = {"go": "go", "stop": "stop", "resume": "resume", "all_off": "panic"}
@@ -57,16 +59,16 @@ class _Run:
 
     gen: int | None
     anchor: float
-    cue_ids: list
+    cue_ids: list[str]
     held_since: float | None = None
-    saved: list = field(default_factory=list)      # (t, Payload) taken off the queue by hold
+    saved: list[tuple[float, Payload]] = field(default_factory=list)   # taken off the queue by hold
 
 
 class Show:
     """The show state machine; ``send(bytes) -> bool`` delivers one raw message."""
 
-    def __init__(self, program: Program, send, options: ShowOptions = ShowOptions(),
-                 port_name: str = "", clock=time.monotonic):
+    def __init__(self, program: Program, send: Send, options: ShowOptions = ShowOptions(),
+                 port_name: str = "", clock: Callable[[], float] = time.monotonic) -> None:
         self.program = program
         self.options = options
         self._clock = clock
@@ -79,13 +81,14 @@ class Show:
         self._gen = 0
         self._run: _Run | None = None
         self._index = 0                      # next cue to GO
-        self._current = None                 # cue id playing (or last played)
+        self._current: str | None = None     # cue id playing (or last played)
         self._cut_at: float | None = None    # soft-stop boundary of the current cue
         self._state = "waiting"
         self._prev_state = "waiting"         # the state a hold interrupted
-        self._notices: deque = deque(maxlen=4)
+        self._notices: deque[str] = deque(maxlen=4)
         self._notice_count = 0
-        self.anchors: list = []              # (cue ids, monotonic time of timeline 0) per run
+        # (cue ids, monotonic time of timeline 0) per run
+        self.anchors: list[tuple[tuple[str, ...], float]] = []
         self.done = threading.Event()
         self._closed = False
 
@@ -99,7 +102,7 @@ class Show:
         return self._outlet.dropped
 
     @property
-    def error(self):
+    def error(self) -> BaseException | None:
         return self._sched.error
 
     @property
@@ -243,7 +246,7 @@ class Show:
         return {"go": self.go, "stop": self.soft_stop, "hold": self.hold, "resume": self.resume,
                 "panic": self.panic}[name]()
 
-    def midi_in(self, data, go: timecode.Trigger, stop: timecode.Trigger) -> str | None:
+    def midi_in(self, data: Sequence[int], go: timecode.Trigger, stop: timecode.Trigger) -> str | None:
         """An incoming raw message (foot switch / MSC): the command it fires, if any."""
         try:
             msg = mido.Message.from_bytes(list(data))
@@ -262,7 +265,7 @@ class Show:
         self.notice(f"MIDI {name}: {text}")
         return text
 
-    def port_changed(self, change: str, resume=None) -> None:
+    def port_changed(self, change: str, resume: Callable[[], None] | None = None) -> None:
         """Output port lost ("lost") or back ("back"): notice, and re-send setup on return.
 
         ``resume()`` (for "back") reopens the output to messages; it is called under the show's
@@ -291,24 +294,24 @@ class Show:
                           tuple(self._notices), self._notice_count)
 
     # -- internals (called with the lock held) --------------------------------------------------
-    def _cue(self, cue_id):
+    def _cue(self, cue_id: str | None) -> Cue:
         for c in self.program.cues:
             if c.id == cue_id:
                 return c
         raise KeyError(cue_id)
 
-    def _first_s(self, cue) -> float:
+    def _first_s(self, cue: Cue) -> float:
         """Where ``cue`` starts playing, timeline seconds (its start, or --from inside it)."""
         return cue.start if self.options.from_s is None else max(cue.start, self.options.from_s)
 
-    def _launch(self, indices, anchor: float) -> None:
+    def _launch(self, indices: Sequence[int], anchor: float) -> None:
         self._gen += 1
         gen = self._gen
         cues = [self.program.cues[i] for i in indices]
         self._run = _Run(gen, anchor, [c.id for c in cues])
         self.anchors.append((tuple(self._run.cue_ids), anchor))
         hi = self.options.until_s if self.options.until_s is not None else float("inf")
-        items = []
+        items: list[tuple[float, Payload]] = []
         for c in cues:
             evs = self.program.events[c.id]
             start = self._first_s(c)
@@ -322,6 +325,7 @@ class Show:
         self._cut_at = None
 
     def _drop_run(self) -> None:
+        assert self._run is not None                # a run is being dropped
         gen = self._run.gen
         self._sched.cancel(lambda p: p.gen == gen and p.kind in CUE_KINDS)
         self._run = None
@@ -342,13 +346,17 @@ class Show:
                 return self._sync.dispatch(p)
             if self._run is None or p.gen != self._run.gen:
                 return False
-            if kind == Kind.ON:
+            if kind == Kind.ON:                     # a note's payload: its cue, key and bytes
+                assert p.cue is not None and p.key is not None and isinstance(p.data, tuple)
                 return self._outlet.note_on(p.cue, p.key, p.data)
             if kind == Kind.OFF:
+                assert p.cue is not None and p.key is not None and isinstance(p.data, tuple)
                 return self._outlet.note_off(p.cue, p.key, p.data)
             if kind == Kind.OTHER:
+                assert isinstance(p.data, tuple)
                 return self._outlet.send(p.data)
             if kind == Kind.START:
+                assert p.cue is not None                # a cue's start names it
                 self._current = p.cue
                 self._cut_at = None
                 self._state = "playing"
@@ -358,8 +366,9 @@ class Show:
             self._cue_ended(p.cue)                  # CUT or END
             return False
 
-    def _cue_ended(self, cid) -> None:
+    def _cue_ended(self, cid: str | None) -> None:
         run = self._run
+        assert run is not None                      # a cue ends within its run
         run.cue_ids = [c for c in run.cue_ids if c != cid]
         self._cut_at = None
         if run.cue_ids:                      # auto: the next cue starts at its own time

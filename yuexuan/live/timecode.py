@@ -6,6 +6,7 @@ send them. Times are seconds on the show clock.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mido
@@ -64,14 +65,14 @@ def clock_times(start_s: float, end_s: float, beat_s: float,
                                        _pulse_index(origin, period, end_s))
 
 
-def cue_clock_times(segments, start_s: float, end_s: float) -> np.ndarray:
+def cue_clock_times(segments: Sequence[ClockSegment], start_s: float, end_s: float) -> np.ndarray:
     """Pulse times (s) in [start_s, end_s) of a clock whose tempo follows ``segments``.
 
     ``segments`` (:class:`ClockSegment`, by start) each run until the next one starts, their
     pulses on a grid from their own start (a cue's first pulse falls on its first beat).
     """
     parts = [np.empty(0)]
-    for seg, nxt in zip(segments, list(segments[1:]) + [None]):
+    for seg, nxt in zip(segments, [*segments[1:], None]):
         lo = max(start_s, seg.start_s)
         hi = end_s if nxt is None else min(end_s, nxt.start_s)
         if lo < hi:
