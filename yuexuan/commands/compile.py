@@ -4,29 +4,23 @@ from __future__ import annotations
 
 import argparse
 
-from yuexuan.commands.common import (
-    add_cues_argument,
-    add_selection_argument,
-    add_shots_argument,
-    data_source,
-    load_timeline,
-)
+from yuexuan.commands import common
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_cues_argument(p)
+    common.add_cues_argument(p)
     p.add_argument("-o", "--output", required=True, metavar="OUT.mid", help="MIDI file to write")
     p.add_argument("--timeline", metavar="OUT.json", help="also write the timeline JSON (docs/timeline.md)")
-    add_selection_argument(p)
-    add_shots_argument(p)
+    common.add_selection_argument(p)
+    common.add_shots_argument(p)
     p.add_argument("--pitch-bend", action="store_true",
                    help="per-channel pitch bends instead of MTS tuning SysEx (synths without MTS)")
 
 
 def run(args: argparse.Namespace) -> int:
-    tl = load_timeline(args, "compile", data_source(args))
+    tl = common.load_timeline(args, "compile", common.data_source(args))
     write_smf(tl, args.output, pitch_bend=args.pitch_bend)
     if args.timeline:
         save_json(tl, args.timeline)
