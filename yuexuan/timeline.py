@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from yuexuan import timeline_checks
 from yuexuan.errors import unknown_cue
 from yuexuan.timeline_schema import SCHEMA_VERSION, validate
 
@@ -279,11 +280,14 @@ def _record(cls: type[_R], d: dict[str, Any]) -> _R:
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
 
-def from_dict(d: dict[str, Any]) -> Timeline:
+def from_dict(d: dict[str, Any], file: str | None = None) -> Timeline:
     """Inverse of :func:`to_dict` (for tools reading a saved timeline). Raises ValueError, one line
     naming the field, for anything ``timeline.schema.json`` and its cross-checks refuse
-    (:func:`yuexuan.timeline_schema.validate`), a timeline of another schema number included."""
+    (:func:`yuexuan.timeline_schema.validate`), a timeline of another schema number included; then
+    :class:`yuexuan.timeline_checks.DamagedTimeline` (a UserError and a ValueError, naming ``file``)
+    for a fact every output assumes broken (:func:`yuexuan.timeline_checks.check`)."""
     validate(d)
+    timeline_checks.check(d, file)
     return Timeline(_record(Ceremony, d["ceremony"]), tuple(_record(Cue, c) for c in d["cues"]),
                     tuple(_record(Note, n) for n in d["notes"]), tuple(_record(Beat, b) for b in d["beats"]),
                     dict(d.get("instruments", {})), dict(d.get("targets", {})),

@@ -74,7 +74,7 @@ def read_timeline(path: str, command: str, cue_ids: list[str] | None = None,
     if str(path).lower().endswith(".json"):
         if shots is not None:
             raise UserError("--shots needs a cue sheet to compile, not a saved timeline", file=str(path))
-        return select(_saved(path), cue_ids, file=str(path), compact=compact)
+        return select(_saved(path, source), cue_ids, file=str(path), compact=compact)
     log = None
     if shots is not None:
         from yuexuan.scoring.shots import read_shots
@@ -86,10 +86,12 @@ def read_timeline(path: str, command: str, cue_ids: list[str] | None = None,
     return tl
 
 
-def _saved(path: str) -> Timeline:
+def _saved(path: str, source: DataSource) -> Timeline:
     """The timeline saved at ``path``; every problem a :class:`UserError` naming the file."""
     try:
-        return from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        tl = from_dict(json.loads(Path(path).read_text(encoding="utf-8")), file=path)
+    except UserError:                             # a cross-check (timeline_checks): file and field named
+        raise
     except FileNotFoundError:
         raise UserError("no such file", file=path) from None
     except IsADirectoryError:
@@ -98,6 +100,25 @@ def _saved(path: str) -> Timeline:
         raise UserError(str(exc), file=path) from None
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"not a yuexuan timeline JSON ({exc})", file=path) from None
+    _known_variants(tl, source, path)
+    return tl
+
+
+def _known_variants(tl: Timeline, source: DataSource, path: str) -> None:
+    """The readings a saved timeline chose are variants and options of the data (``check`` and the
+    courtyard apply their effects); the one cross-check that needs the data (the others:
+    :mod:`yuexuan.timeline_checks`)."""
+    from yuexuan.rite import variants
+
+    known = variants.load(source=source)
+    for key, option in tl.ceremony.variants.items():
+        if key not in known:
+            raise UserError(f"unknown variant {key!r:.40}; expected one of: {', '.join(known)}",
+                            file=path, key="ceremony.variants")
+        if option not in known[key]["options"]:
+            raise UserError(f"unknown option {option!r:.40}; expected one of: "
+                            f"{', '.join(known[key]['options'])}", file=path,
+                            key=f"ceremony.variants[{key!r}]")
 
 
 def load_timeline(args: argparse.Namespace, command: str, source: DataSource) -> Timeline:

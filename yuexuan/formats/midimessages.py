@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import mido
+import numpy as np
 
 from yuexuan.timeline import Timeline
+from yuexuan.timeline_checks import key_clash
 
 DRUM_CHANNEL = 9
 CONDUCTOR = "乐县"            # name of track 0: tempo map, cue markers, tuning SysEx
@@ -61,16 +63,18 @@ def assign_tracks(tl: Timeline) -> list[Track]:
 def tuning_table(tl: Timeline) -> dict[int, float]:
     """{MIDI key: exact Hz} for every pitched note of the timeline.
 
-    Raises ValueError if two different frequencies would need the same key.
+    One Hz per key is a rule of the timeline itself (:func:`yuexuan.timeline_checks.key_clash`):
+    the loader refuses a saved timeline that breaks it, in one line naming the note, and the
+    compiler puts the twelve 律 on twelve keys. A Timeline built in code that breaks it is a
+    programming error: ValueError.
     """
-    table: dict[int, float] = {}
-    for n in tl.notes:
-        if n.hz is None:
-            continue
-        old = table.setdefault(n.midi, n.hz)
-        if abs(old - n.hz) > 1e-6 * n.hz:
-            raise ValueError(f"key {n.midi} would need both {old:.3f} and {n.hz:.3f} Hz")
-    return table
+    hz = np.array([math.nan if n.hz is None else n.hz for n in tl.notes], dtype=float)
+    clash = key_clash([n.midi for n in tl.notes], hz)
+    if clash is not None:
+        i, k = clash
+        raise ValueError(f"notes[{k}]: key {tl.notes[k].midi} would need both {hz[i]:.3f} and "
+                         f"{hz[k]:.3f} Hz (notes[{i}])")
+    return {n.midi: n.hz for n in reversed(tl.notes) if n.hz is not None}   # each key's first note
 
 
 def mts_single_note(table: dict[int, float], program: int = TUNING_PROGRAM) -> list[mido.Message]:
