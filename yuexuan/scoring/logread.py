@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.errors import UserError
 
@@ -49,7 +50,7 @@ class Columns:
 
     path: str
     values: dict[str, list[str]]
-    lines: np.ndarray          # int64
+    lines: npt.NDArray[np.int64]          # int64
     warnings: tuple[str, ...] = ()     # e.g. a last line cut short, left out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 
-def validated_strokes(strokes_s: npt.ArrayLike) -> np.ndarray:
+def validated_strokes(strokes_s: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """``strokes_s`` as float64 seconds; ValueError unless it is 1-D, non-empty, finite and
     ascending (equal neighbours allowed)."""
     strokes = np.asarray(strokes_s, dtype=np.float64)
@@ -26,7 +26,8 @@ def validated_strokes(strokes_s: npt.ArrayLike) -> np.ndarray:
     return strokes
 
 
-def nearest(times_s: npt.ArrayLike, strokes_s: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+def nearest(times_s: npt.ArrayLike,
+            strokes_s: npt.ArrayLike) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
     """For each of ``times_s`` (seconds, any shape), the index of the nearest of ``strokes_s``
     (seconds, ascending, non-empty: :func:`validated_strokes`) and the offset time − stroke (s).
 

@@ -23,15 +23,15 @@ class Matched(Protocol):
     """What :func:`live_strokes` reads of a stroke alignment (``check``'s drum ``Alignment``)."""
 
     @property
-    def live_s(self) -> np.ndarray: ...
+    def live_s(self) -> npt.NDArray[np.float64]: ...
     @property
-    def plan_index(self) -> np.ndarray: ...
+    def plan_index(self) -> npt.NDArray[np.intp]: ...
     @property
-    def live_index(self) -> np.ndarray: ...
+    def live_index(self) -> npt.NDArray[np.intp]: ...
 
 
 def own_strokes(beats: Iterable[Beat], cue_ids: Iterable[str], round_: npt.ArrayLike, archers: Sequence[str],
-                time_s: npt.ArrayLike) -> np.ndarray:
+                time_s: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """The planned stroke (timeline s) bound to each shot: the shooting Beat of one of ``cue_ids``
     whose ``archer`` is the shot's archer and whose ``arrow`` is the shot's number among that
     archer's shots of the round (:func:`~yuexuan.scoring.shiho.arrow_numbers`); NaN where the
@@ -48,7 +48,8 @@ def own_strokes(beats: Iterable[Beat], cue_ids: Iterable[str], round_: npt.Array
     return out
 
 
-def live_strokes(planned_s: np.ndarray, plan: np.ndarray, alignment: Matched) -> np.ndarray:
+def live_strokes(planned_s: npt.NDArray[np.float64], plan: npt.NDArray[np.float64],
+                 alignment: Matched) -> npt.NDArray[np.float64]:
     """``planned_s`` (strokes of ``plan``, timeline s) moved to the live stroke matched to each
     (``--beats-from``); NaN where the drummer's stroke was not found."""
     live_of_plan = np.full(len(plan), np.nan)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
 from yuexuan.scoring import shiho
@@ -33,18 +34,18 @@ class Evidence(Protocol):
     """What the verdicts show of a recording's evidence (``check``'s ``ShotEvidence``), per shot."""
 
     @property
-    def stroke_confidence(self) -> np.ndarray: ...
+    def stroke_confidence(self) -> npt.NDArray[np.floating[Any]]: ...
     @property
-    def uncertain(self) -> np.ndarray: ...
+    def uncertain(self) -> npt.NDArray[np.bool_]: ...
 
 
-def _names(codes: np.ndarray, names: Sequence[str]) -> list[str | None]:
+def _names(codes: npt.NDArray[np.integer[Any]], names: Sequence[str]) -> list[str | None]:
     """The name of each index (None for −1)."""
     table = np.array([*names, None], dtype=object)
     return table[np.where(codes < 0, len(names), codes)].tolist()
 
 
-def _seconds(a: np.ndarray) -> list[float | None]:
+def _seconds(a: npt.NDArray[np.float64]) -> list[float | None]:
     """Seconds rounded to :data:`DECIMALS` as floats, None for NaN."""
     return [None if x != x else x for x in np.round(a, DECIMALS).tolist()]
 

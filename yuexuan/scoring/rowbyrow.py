@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.scoring import report, shiho
 from yuexuan.scoring.logread import FIELDS, Columns
@@ -94,7 +95,7 @@ def row_at(shots: Shots, verdict: shiho.Verdict, i: int) -> dict[str, Any]:
                                                      report.shot_columns(one, v))}
 
 
-def changed(old: shiho.Verdict | None, new: shiho.Verdict) -> np.ndarray:
+def changed(old: shiho.Verdict | None, new: shiho.Verdict) -> npt.NDArray[np.intp]:
     """Indices (of the rows ``old`` had) whose verdict differs in ``new`` (NaN equals NaN)."""
     if old is None:
         return np.zeros(0, dtype=np.intp)
@@ -102,9 +103,9 @@ def changed(old: shiho.Verdict | None, new: shiho.Verdict) -> np.ndarray:
     same = np.ones(n, dtype=bool)
     for a, b in ((old.nearest_beat, new.nearest_beat[:n]), (old.offset_s, new.offset_s[:n])):
         same &= (a == b) | (np.isnan(a) & np.isnan(b))
-    for a, b in ((old.on_beat, new.on_beat[:n]), (old.released, new.released[:n]),
+    for x, y in ((old.on_beat, new.on_beat[:n]), (old.released, new.released[:n]),
                  (old.reason, new.reason[:n])):
-        same &= a == b
+        same &= x == y
     return np.flatnonzero(~same)
 
 

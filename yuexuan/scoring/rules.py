@@ -58,7 +58,7 @@ def tolerance_of(value: float | None) -> float:
     return tolerance_s
 
 
-def shejie_beats(timeline: Timeline, cue: str | None) -> tuple[np.ndarray, list[str]]:
+def shejie_beats(timeline: Timeline, cue: str | None) -> tuple[npt.NDArray[np.float64], list[str]]:
     """The planned 建鼓 strokes (timeline s, ascending) of the 射节 cue(s), and the cue ids."""
     if cue is not None:
         ids = [c.id for c in chosen_cues(timeline, [cue], key="--cue")]
@@ -74,13 +74,13 @@ class Rules:
     """How shots are judged: the settings of the open readings and the drum's planned strokes."""
 
     settings: shiho.Settings
-    plan_s: np.ndarray        # planned 建鼓 strokes of the 射节 cue(s), timeline s, ascending
+    plan_s: npt.NDArray[np.float64]        # planned 建鼓 strokes of the 射节 cue(s), timeline s, ascending
     cue_ids: list[str]          # the 射节 cue ids whose strokes count
     own_jie: bool             # --own-jie: each arrow on its own 节's stroke
     timeline_beats: tuple[Beat, ...]  # the timeline's Beat records (for --own-jie)
 
     def bound_strokes(self, round_: npt.ArrayLike, archers: Sequence[str],
-                      time_s: npt.ArrayLike) -> np.ndarray | None:
+                      time_s: npt.ArrayLike) -> npt.NDArray[np.float64] | None:
         """--own-jie: the planned stroke bound to each shot (timeline s, NaN where none); None
         without --own-jie (then the nearest stroke of :attr:`plan_s` counts)."""
         if not self.own_jie:

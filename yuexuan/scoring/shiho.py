@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from yuexuan.rite.vocabulary import ARCHER_RANKS
 from yuexuan.scoring.nearest import nearest
-from yuexuan.scoring.shots import Shots, is_miss
+from yuexuan.scoring.shots import Codes, Mask, Seconds, Shots, is_miss
 
 GONG, BIN, QING, DAFU, SHI = range(5)            # indices into ARCHER_RANKS (most senior first)
 SHANG, XIA = range(2)                            # indices into ROLES: 上射, 下射
@@ -72,7 +72,7 @@ class Settings:
     gong_outside_hu: bool = True      # O21: the 公's 着侯 (the 侯 outside the 鹄) counts
 
 
-def hou_of_pairs(rank: np.ndarray, pair: np.ndarray) -> np.ndarray:
+def hou_of_pairs(rank: Codes, pair: Codes) -> Codes:
     """The 侯 each shot must hit (index into TARGETS).
 
     「卑者与尊者为耦，不异侯」: partners (same ``pair`` ≥ 0) shoot the 侯 of the more senior
@@ -89,14 +89,14 @@ def hou_of_pairs(rank: np.ndarray, pair: np.ndarray) -> np.ndarray:
     return OWN_HOU[senior]
 
 
-def on_beat(offset_s: np.ndarray, tolerance_s: float) -> np.ndarray:
+def on_beat(offset_s: Seconds, tolerance_s: float) -> Mask:
     """|offset| ≤ tolerance, inclusive, with 1 ns of slack for decimal seconds in binary floats."""
     return np.abs(offset_s) <= tolerance_s + 1e-9
 
 
-def decide(round_: np.ndarray, rank: np.ndarray, target: np.ndarray, result: np.ndarray,
-           must_hit: np.ndarray, beat_ok: np.ndarray,
-           settings: Settings = Settings()) -> tuple[np.ndarray, np.ndarray]:
+def decide(round_: Codes, rank: Codes, target: Codes, result: Codes,
+           must_hit: Codes, beat_ok: Mask,
+           settings: Settings = Settings()) -> tuple[Mask, npt.NDArray[np.int8]]:
     """Apply the 释获 rules to every shot at once.
 
     ``must_hit`` is :func:`hou_of_pairs`; ``beat_ok`` is whether the shot met a 建鼓 stroke
@@ -204,7 +204,7 @@ def announcement(right: int, left: int) -> tuple[str | None, int, int, str]:
     return winner, chun, qi, text
 
 
-def tallies(round_: np.ndarray, role: np.ndarray, released: np.ndarray) -> list[dict[str, Any]]:
+def tallies(round_: Codes, role: Codes, released: Mask) -> list[dict[str, Any]]:
     """Per scored round present (2, 3): 算 on the 右 (上射) and the 左 (下射), and the announcement.
 
     「上射于右，下射于左」. Round 1 releases nothing (「获而未释获」) and is not announced.
@@ -230,17 +230,17 @@ def tallies(round_: np.ndarray, role: np.ndarray, released: np.ndarray) -> list[
 class Verdict:
     """Every shot's verdict (arrays in input order) and the per-round tallies."""
 
-    clock_s: np.ndarray       # shot time on the timeline clock (time + offset), s
-    nearest_beat: np.ndarray  # nearest 建鼓 stroke, timeline s; NaN outside round 3
-    offset_s: np.ndarray      # clock_s − nearest_beat, s; NaN outside round 3
-    on_beat: np.ndarray       # bool; only meaningful in round 3
-    released: np.ndarray      # bool
-    reason: np.ndarray        # int8 index into REASONS
+    clock_s: Seconds       # shot time on the timeline clock (time + offset), s
+    nearest_beat: Seconds  # nearest 建鼓 stroke, timeline s; NaN outside round 3
+    offset_s: Seconds      # clock_s − nearest_beat, s; NaN outside round 3
+    on_beat: Mask       # bool; only meaningful in round 3
+    released: Mask      # bool
+    reason: npt.NDArray[np.int8]        # int8 index into REASONS
     tallies: list[dict[str, Any]]
 
 
-def huo_called(rank: np.ndarray, target: np.ndarray, result: np.ndarray, pair: np.ndarray,
-               settings: Settings = Settings()) -> np.ndarray:
+def huo_called(rank: Codes, target: Codes, result: Codes, pair: Codes,
+               settings: Settings = Settings()) -> Mask:
     """Whether the 获者 calls 获 after each shot: the rules of :func:`decide` without the round-1
     and the drum rules (the 获者 at the 侯 calls the hit; whether a 算 is laid is the 释获者's).
 
@@ -253,13 +253,14 @@ def huo_called(rank: np.ndarray, target: np.ndarray, result: np.ndarray, pair: n
     return released
 
 
-def _archer_round_key(round_: npt.ArrayLike, archers: Sequence[str]) -> np.ndarray:
+def _archer_round_key(round_: npt.ArrayLike, archers: Sequence[str]) -> npt.NDArray[np.int64]:
     """One int64 per shot, equal for the shots of one archer in one round."""
     _, who = np.unique(np.array(archers, dtype=object).astype(str), return_inverse=True)
     return who.astype(np.int64) * 4 + np.asarray(round_)
 
 
-def arrow_numbers(round_: npt.ArrayLike, archers: Sequence[str], time_s: npt.ArrayLike) -> np.ndarray:
+def arrow_numbers(round_: npt.ArrayLike, archers: Sequence[str],
+                  time_s: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Each shot's number among its archer's shots of its round (1-based, in time order; equal
     times in input order)."""
     key = _archer_round_key(round_, archers)
@@ -285,8 +286,8 @@ def over_four(round_: npt.ArrayLike, archers: Sequence[str]) -> list[tuple[int, 
     return [(int(rounds[i]), archers[i], by_first[i]) for i in many.tolist()]
 
 
-def evaluate(round_: npt.ArrayLike, rank: np.ndarray, role: np.ndarray, target: np.ndarray,
-             result: np.ndarray, pair: np.ndarray, time_s: npt.ArrayLike, beats_s: npt.ArrayLike,
+def evaluate(round_: npt.ArrayLike, rank: Codes, role: Codes, target: Codes,
+             result: Codes, pair: Codes, time_s: npt.ArrayLike, beats_s: npt.ArrayLike,
              offset_s: float = 0.0,
              settings: Settings = Settings(), bound_s: npt.ArrayLike | None = None) -> Verdict:
     """All the rules for a whole shot log: nearest beats for round 3, the verdicts, the tallies.

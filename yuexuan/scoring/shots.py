@@ -15,13 +15,20 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.errors import UserError
 from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ROLES, TARGETS
 from yuexuan.scoring.logread import FIELDS, OPTIONAL, REQUIRED, Columns, field_error, read_columns
+
+#: the arrays of a shot log and its verdicts: times (s), vocabulary codes (int8 or int16 indices into
+#: the tuples of yuexuan.rite.vocabulary, or into pair_names; -1 for none), yes/no per shot
+Seconds = npt.NDArray[np.float64]
+Codes = npt.NDArray[np.integer[Any]]
+Mask = npt.NDArray[np.bool_]
 
 MISS = RESULTS.index("不中")
 MISS_CODES = tuple(RESULTS.index(r) for r in MISS_RESULTS)
@@ -42,23 +49,23 @@ class Shots:
     """
 
     path: str
-    time: np.ndarray          # float64, seconds, as read (before any clock offset)
+    time: npt.NDArray[np.float64]          # float64, seconds, as read (before any clock offset)
     archers: list[str]        # str, the archer's name (blanks trimmed)
-    rank: np.ndarray          # int8 index into ARCHER_RANKS
-    role: np.ndarray          # int8 index into ROLES
-    target: np.ndarray        # int8 index into TARGETS, -1 for none
-    result: np.ndarray        # int8 index into RESULTS
-    pair: np.ndarray          # int32 index into pair_names, -1 for none
+    rank: npt.NDArray[np.int8]          # int8 index into ARCHER_RANKS
+    role: npt.NDArray[np.int8]          # int8 index into ROLES
+    target: npt.NDArray[np.int8]        # int8 index into TARGETS, -1 for none
+    result: npt.NDArray[np.int8]        # int8 index into RESULTS
+    pair: npt.NDArray[np.int32]          # int32 index into pair_names, -1 for none
     pair_names: list[str]
-    round: np.ndarray         # int8, 1..3
-    lines: np.ndarray         # int64, 1-based line of each row
+    round: npt.NDArray[np.int8]         # int8, 1..3
+    lines: npt.NDArray[np.int64]         # int64, 1-based line of each row
     warnings: tuple[str, ...] = ()      # from reading the file (a last line cut short, left out)
 
     def __len__(self) -> int:
         return len(self.time)
 
 
-def is_miss(result: np.ndarray) -> np.ndarray:
+def is_miss(result: Codes) -> Mask:
     """Whether each result code is a miss (不中, 留, 扬, 方): no 侯 touched."""
     return np.isin(result, MISS_CODES)
 
@@ -81,7 +88,7 @@ def _stripped(values: list[str]) -> list[str]:
     return list(map(str.strip, values))
 
 
-def _codes(values: list[str], vocab: dict[str, int]) -> np.ndarray:
+def _codes(values: list[str], vocab: dict[str, int]) -> npt.NDArray[np.int16]:
     """int16 code of each value in ``vocab`` (blanks around it ignored), :data:`UNKNOWN` where
     it has none."""
     codes = np.fromiter(map(vocab.get, values, itertools.repeat(UNKNOWN)), dtype=np.int16,
@@ -91,7 +98,7 @@ def _codes(values: list[str], vocab: dict[str, int]) -> np.ndarray:
     return codes
 
 
-def _groups(values: list[str]) -> tuple[np.ndarray, list[str]]:
+def _groups(values: list[str]) -> tuple[npt.NDArray[np.int32], list[str]]:
     """Equal names grouped: (int32 index per row into the names, the names in order of first
     appearance); an empty value is −1."""
     first_seen = dict.fromkeys([""])
@@ -108,7 +115,7 @@ def _float(text: str) -> float:
     return float(text)
 
 
-def _times(c: Columns, fail: Callable[[int, str, str], NoReturn]) -> np.ndarray:
+def _times(c: Columns, fail: Callable[[int, str, str], NoReturn]) -> npt.NDArray[np.float64]:
     """The ``time`` column in seconds; fails on the first field that is not a finite number."""
     texts = c.values["time"]
     try:
@@ -138,7 +145,7 @@ def shots_from_columns(c: Columns) -> Shots:
     def fail(i: int, column: str, message: str) -> NoReturn:
         raise field_error(c.path, int(c.lines[i]), i + 1, column, message)
 
-    def category(name: str, vocab: dict[str, int], allowed: str) -> np.ndarray:
+    def category(name: str, vocab: dict[str, int], allowed: str) -> npt.NDArray[np.int8]:
         values = c.values[name]
         codes = _codes(values, vocab)
         bad = np.flatnonzero(codes == UNKNOWN)
