@@ -11,7 +11,7 @@ from typing import Any
 from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_records import MAX_SECONDS, Ceremony, Shejie
 from yuexuan.rite.tomlfile import Fields
-from yuexuan.rite.tuning import parse_pitch
+from yuexuan.rite.tuning import parse_pitch, table
 from yuexuan.rite.vocabulary import CEREMONY_RANKS
 
 CEREMONY_KEYS = {"name", "rank", "huangzhong_hz", "gong", "gap_seconds", "syllable_seconds",
@@ -34,11 +34,26 @@ def ceremony(cer: Fields) -> Ceremony:
         raise cer.error("gong", exc.message) from None
     return Ceremony(
         name=cer.get("name", str), rank=rank,
-        huangzhong_hz=cer.get("huangzhong_hz", float, lo=20.0, hi=2000.0), gong=gong,
+        huangzhong_hz=_huangzhong_hz(cer), gong=gong,
         gap_seconds=seconds(cer, "gap_seconds", 5.0),
         syllable_seconds=seconds(cer, "syllable_seconds", 1.2, lo=0.05),
         note_seconds=seconds(cer, "note_seconds", 1.0, lo=0.05),
         open_ended_seconds=seconds(cer, "open_ended_seconds", 40.0, lo=0.1))
+
+
+def _huangzhong_hz(cer: Fields) -> float:
+    """黄钟, Hz (20..2000), that puts the twelve 律 and 黄清 on thirteen MIDI keys: a key is retuned
+    once for the whole file (one Hz per MIDI key, yuexuan.timeline_checks), and a pitch an octave
+    up is twelve keys up, so then no two 律 in any octaves share a key."""
+    hz = cer.get("huangzhong_hz", float, lo=20.0, hi=2000.0)
+    lv_on: dict[int, str] = {}
+    for row in table(hz) + table(hz, 1)[:1]:
+        if row["midi"] in lv_on:
+            raise cer.error("huangzhong_hz", f"{hz:g} Hz puts {lv_on[row['midi']]} and {row['lv']} on "
+                                             f"one MIDI key ({row['midi']}), which is tuned once; "
+                                             f"choose another 黄钟 (the default is 345)")
+        lv_on[row["midi"]] = row["lv"]
+    return hz
 
 
 def chosen_variants(vf: Fields, vdefs: dict[str, Any]) -> dict[str, str]:
