@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan import timeline_checks
 from yuexuan.errors import unknown_cue
@@ -151,7 +152,7 @@ class Timeline:
                 return c
         raise KeyError(cue_id)
 
-    def beat_times(self, cue: str | None = None) -> np.ndarray:
+    def beat_times(self, cue: str | None = None) -> npt.NDArray[np.float64]:
         """Times (s) of the 射节 建鼓 strokes, optionally of one cue, ascending."""
         return np.array([b.time for b in self.beats if cue is None or b.cue == cue], dtype=float)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.check.drum.finder import DrumEvidence
 from yuexuan.scoring import shiho
@@ -35,7 +36,7 @@ class StrokeRow(NamedTuple):
     confidence: float | None
 
 
-def stroke_rows(ev: DrumEvidence, plan: np.ndarray) -> list[StrokeRow]:
+def stroke_rows(ev: DrumEvidence, plan: npt.NDArray[np.float64]) -> list[StrokeRow]:
     """Every planned stroke (heard or not) and every extra stroke heard, in time order."""
     al = ev.alignment
     heard = np.full(len(plan), np.nan)
@@ -54,7 +55,8 @@ def stroke_rows(ev: DrumEvidence, plan: np.ndarray) -> list[StrokeRow]:
     return [StrokeRow(opt(planned[i]), opt(heard[i]), opt(conf[i])) for i in order.tolist()]
 
 
-def missed_strokes_heard_at(ev: DrumEvidence, plan: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def missed_strokes_heard_at(ev: DrumEvidence, plan: npt.NDArray[np.float64],
+                            ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """The planned strokes that were not heard (timeline s, ascending) and where each would have
     been heard: the plan mapped through the matched pairs (linear between them, constant drift
     beyond)."""
@@ -72,11 +74,11 @@ class ShotEvidence(NamedTuple):
     """Per shot: the confidence of the stroke its verdict rests on (NaN: none), and whether the
     verdict is uncertain (see the module's doc)."""
 
-    stroke_confidence: np.ndarray
-    uncertain: np.ndarray
+    stroke_confidence: npt.NDArray[np.floating[Any]]
+    uncertain: npt.NDArray[np.bool_]
 
 
-def rests_on_drum(shots: Shots, settings: shiho.Settings) -> np.ndarray:
+def rests_on_drum(shots: Shots, settings: shiho.Settings) -> npt.NDArray[np.bool_]:
     """True for a shot released on a stroke and refused off it (the rules run both ways)."""
     n = len(shots)
     must = shiho.hou_of_pairs(shots.rank, shots.pair)
@@ -87,8 +89,8 @@ def rests_on_drum(shots: Shots, settings: shiho.Settings) -> np.ndarray:
     return (on != off) & (shots.round == 3)
 
 
-def shot_evidence(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Verdict,
-                  settings: shiho.Settings, own_s: np.ndarray | None = None) -> ShotEvidence:
+def shot_evidence(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, v: shiho.Verdict,
+                  settings: shiho.Settings, own_s: npt.NDArray[np.float64] | None = None) -> ShotEvidence:
     """The confidence behind each verdict and the uncertain marks. ``own_s`` (``--own-jie``): the
     planned stroke of each shot's own 节 (timeline s, NaN: none); then only that stroke, not
     heard, casts doubt on a refusal."""

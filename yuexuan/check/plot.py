@@ -70,7 +70,7 @@ class _Axis:
         return self.x0 + (np.asarray(t, dtype=float) - self.t0) * (self.x1 - self.x0) / (self.t1 - self.t0)
 
 
-def _ticks(t0: float, t1: float, n: int = 12) -> np.ndarray:
+def _ticks(t0: float, t1: float, n: int = 12) -> npt.NDArray[np.float64]:
     """Round tick times (s) between t0 and t1, about ``n`` of them."""
     raw = (t1 - t0) / n
     step = min((s for s in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600) if s >= raw),
@@ -104,7 +104,7 @@ def _time_axis(g: ET.Element, ax: _Axis, y: float, label: bool = True, n: int = 
                 text_anchor="middle")
 
 
-def _stroke_kind(ev: DrumEvidence, k: int, matched: np.ndarray) -> str:
+def _stroke_kind(ev: DrumEvidence, k: int, matched: npt.NDArray[np.bool_]) -> str:
     if not matched[k]:
         return "yx-stroke extra"
     return "yx-stroke" if ev.confidence[k] >= ev.threshold else "yx-stroke doubtful"
@@ -129,9 +129,9 @@ def _shot_tip(shots: Shots, v: shiho.Verdict, proof: ShotEvidence, i: int) -> st
             + ("; UNCERTAIN" if proof.uncertain[i] else ""))
 
 
-def _lanes(g: ET.Element, ev: DrumEvidence, plan: np.ndarray, ax: _Axis, top: float, shots: Shots,
-           v: shiho.Verdict, proof: ShotEvidence,
-           r3: np.ndarray, zoom: bool) -> float:
+def _lanes(g: ET.Element, ev: DrumEvidence, plan: npt.NDArray[np.float64], ax: _Axis, top: float,
+           shots: Shots, v: shiho.Verdict, proof: ShotEvidence,
+           r3: npt.NDArray[np.bool_], zoom: bool) -> float:
     """Strength, strokes, plan and shots between ``top`` and the returned bottom (px)."""
     al = ev.alignment
     live = al.live_s
@@ -177,7 +177,7 @@ def _lanes(g: ET.Element, ev: DrumEvidence, plan: np.ndarray, ax: _Axis, top: fl
     return y_shot + 12
 
 
-def evidence_svg(ev: DrumEvidence, plan: np.ndarray, shots: Shots, v: shiho.Verdict,
+def evidence_svg(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, v: shiho.Verdict,
                  proof: ShotEvidence, settings: shiho.Settings | None = None,
                  title: str = "") -> str:
     """The SVG text of the plot (see the module's doc)."""

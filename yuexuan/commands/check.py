@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan import atomic
 from yuexuan.commands.common import data_source, read_timeline
@@ -123,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_evidence(args: argparse.Namespace, found: DrumEvidence, plan: np.ndarray, shots: Shots,
-                    verdict: shiho.Verdict, proof: ShotEvidence, settings: shiho.Settings) -> None:
+def _write_evidence(args: argparse.Namespace, found: DrumEvidence, plan: npt.NDArray[np.float64],
+                    shots: Shots, verdict: shiho.Verdict, proof: ShotEvidence,
+                    settings: shiho.Settings) -> None:
     """``--beats-out`` and ``--plot``, each written atomically."""
     from yuexuan.check import evidence
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_hits import HitsMidi
@@ -45,7 +46,7 @@ SHOOTING_ROUND = 3          # the 射节 (kind shejie) is round 3's music
 class Strokes:
     """The shooting strokes of the 射节, ascending: each bound to one archer's arrow."""
 
-    time_s: np.ndarray      # timeline s (the whole ceremony's)
+    time_s: npt.NDArray[np.float64]      # timeline s (the whole ceremony's)
     beats: tuple[Beat, ...]  # the timeline's Beat records, same order
     reach_s: float          # a loose further than this from every stroke is nobody's turn
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class TimingStats:
         with self._lock:
             self._errors.append(error_s)
 
-    def errors_s(self) -> np.ndarray:
+    def errors_s(self) -> npt.NDArray[np.float64]:
         """All recorded errors, seconds, in dispatch order."""
         with self._lock:
             return np.frombuffer(self._errors, dtype=float).copy()
@@ -60,7 +61,7 @@ class TimingStats:
         return summarise(self.errors_s())
 
 
-def summarise(errors_s: np.ndarray) -> TimingSummary:
+def summarise(errors_s: npt.NDArray[np.float64]) -> TimingSummary:
     """p50/p95/p99/max/min of timing errors given in seconds, reported in milliseconds."""
     e = np.asarray(errors_s, dtype=float) * 1e3
     if e.size == 0:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import mido
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.errors import UserError
 
@@ -53,7 +55,7 @@ def _pulse_index(origin_s: float, period_s: float, t_s: float) -> int:
 
 
 def clock_times(start_s: float, end_s: float, beat_s: float,
-                origin_s: float | None = None) -> np.ndarray:
+                origin_s: float | None = None) -> npt.NDArray[np.floating[Any]]:
     """Times (s) of the clock pulses in [start_s, end_s) at ``beat_s`` seconds a quarter note.
 
     The pulses lie on the grid ``origin_s + k·beat_s/24`` (``origin_s`` defaults to
@@ -65,13 +67,14 @@ def clock_times(start_s: float, end_s: float, beat_s: float,
                                        _pulse_index(origin, period, end_s))
 
 
-def cue_clock_times(segments: Sequence[ClockSegment], start_s: float, end_s: float) -> np.ndarray:
+def cue_clock_times(segments: Sequence[ClockSegment], start_s: float,
+                    end_s: float) -> npt.NDArray[np.floating[Any]]:
     """Pulse times (s) in [start_s, end_s) of a clock whose tempo follows ``segments``.
 
     ``segments`` (:class:`ClockSegment`, by start) each run until the next one starts, their
     pulses on a grid from their own start (a cue's first pulse falls on its first beat).
     """
-    parts = [np.empty(0)]
+    parts: list[npt.NDArray[np.floating[Any]]] = [np.empty(0)]
     for seg, nxt in zip(segments, [*segments[1:], None]):
         lo = max(start_s, seg.start_s)
         hi = end_s if nxt is None else min(end_s, nxt.start_s)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.errors import UserError
 
@@ -22,12 +23,12 @@ from yuexuan.errors import UserError
 class Alignment:
     """Live strokes mapped onto the timeline clock, matched to the planned beats."""
 
-    live_s: np.ndarray        # every detected stroke, timeline seconds
+    live_s: npt.NDArray[np.float64]        # every detected stroke, timeline seconds
     shift_s: float            # timeline time of the recording's first sample, seconds
     rate: float               # b in plan ≈ a + b·live: planned seconds per live second
-    plan_index: np.ndarray    # matched planned beats (indices into the plan)
-    live_index: np.ndarray    # their matched live strokes (indices into live_s)
-    drift_s: np.ndarray       # live − plan for each matched pair, seconds
+    plan_index: npt.NDArray[np.intp]    # matched planned beats (indices into the plan)
+    live_index: npt.NDArray[np.intp]    # their matched live strokes (indices into live_s)
+    drift_s: npt.NDArray[np.float64]       # live − plan for each matched pair, seconds
     missed: int               # planned beats with no live stroke
     extra: int                # live strokes matching no planned beat
     anchored: bool            # True when the shift was given, not estimated
@@ -52,8 +53,8 @@ class Alignment:
         }
 
 
-def follow(plan: np.ndarray, live: np.ndarray, shift_s: float, window_s: float,
-           fit_last: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def follow(plan: npt.NDArray[np.float64], live: npt.NDArray[np.float64], shift_s: float, window_s: float,
+           fit_last: int = 8) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """Walk the planned beats in order, predicting each one's live stroke from a line fitted to
     the last ``fit_last`` matches (so a drift of several beats is followed), and take the
     nearest unused stroke within ``window_s`` of the prediction. Returns (plan idx, live idx)."""
@@ -82,7 +83,7 @@ def follow(plan: np.ndarray, live: np.ndarray, shift_s: float, window_s: float,
     return np.array(pi, dtype=np.intp), np.array(li, dtype=np.intp)
 
 
-def align(onsets_s: np.ndarray, plan_s: np.ndarray, start_s: float | None = None,
+def align(onsets_s: npt.NDArray[np.float64], plan_s: npt.NDArray[np.float64], start_s: float | None = None,
           window_s: float | None = None) -> Alignment:
     """Map detected strokes (recording clock, s) onto the planned beats (timeline clock, s).
 

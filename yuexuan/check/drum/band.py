@@ -30,8 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 SR = 16000                      # analysis rate, Hz
 N_FFT = 1024                    # STFT window, samples (64 ms)
@@ -54,12 +56,12 @@ MARGIN_S = 1.0                  # context either side of a block's own span, s (
 class Candidates:
     """Percussive low-band onsets of a recording (recording clock, seconds)."""
 
-    time_s: np.ndarray          # attack time of each onset, s
-    strength: np.ndarray        # its onset strength (low-band percussive flux, dB per bin)
-    level: np.ndarray           # peak of its attack-band envelope (sample amplitude)
-    timbre: np.ndarray          # (n, bins): dB rise of each percussive bin below 1 kHz
-    strength_t_s: np.ndarray    # time of each onset-strength frame, s
-    strength_curve: np.ndarray  # the low-band percussive onset strength per frame
+    time_s: npt.NDArray[np.float64]          # attack time of each onset, s
+    strength: npt.NDArray[np.floating[Any]]        # its onset strength (low-band percussive flux, dB per bin)
+    level: npt.NDArray[np.floating[Any]]           # peak of its attack-band envelope (sample amplitude)
+    timbre: npt.NDArray[np.floating[Any]]          # (n, bins): dB rise of each percussive bin below 1 kHz
+    strength_t_s: npt.NDArray[np.float64]    # time of each onset-strength frame, s
+    strength_curve: npt.NDArray[np.floating[Any]]  # the low-band percussive onset strength per frame
 
 
 def _bins(hz_lo: float, hz_hi: float) -> slice:
@@ -67,7 +69,7 @@ def _bins(hz_lo: float, hz_hi: float) -> slice:
     return slice(int(np.searchsorted(f, hz_lo)), int(np.searchsorted(f, hz_hi, side="right")))
 
 
-def percussive_low(y: np.ndarray) -> np.ndarray:
+def percussive_low(y: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Magnitude of the percussive part (HPSS) of the STFT bins below ``HPSS_MAX_HZ``."""
     import librosa
 
@@ -77,7 +79,7 @@ def percussive_low(y: np.ndarray) -> np.ndarray:
     return perc
 
 
-def attack_envelope(y: np.ndarray) -> np.ndarray:
+def attack_envelope(y: npt.NDArray[np.float32]) -> npt.NDArray[np.floating[Any]]:
     """The amplitude envelope of the attack band (zero-phase band-pass, Hilbert magnitude)."""
     from scipy import fft, signal
 
@@ -87,7 +89,8 @@ def attack_envelope(y: np.ndarray) -> np.ndarray:
     return np.abs(signal.hilbert(low, N=n)[:len(low)]).astype(np.float32)
 
 
-def attack_times(env: np.ndarray, guess_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def attack_times(env: npt.NDArray[np.floating[Any]], guess_s: npt.NDArray[np.float64],
+                 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.floating[Any]]]:
     """Attack time (s, the block's clock) near each guess, and the envelope's peak there: walking
     back from the envelope's peak in the search span to where it last rose through
     ``ATTACK_RISE`` of the way from the level before the span (its median over 30 ms) to the
@@ -112,7 +115,7 @@ def attack_times(env: np.ndarray, guess_s: np.ndarray) -> tuple[np.ndarray, np.n
     return out, tops
 
 
-def scan_block(y: np.ndarray, t0_s: float, core_s: tuple[float, float]) -> Candidates:
+def scan_block(y: npt.NDArray[np.float32], t0_s: float, core_s: tuple[float, float]) -> Candidates:
     """The candidates of one block of samples at ``SR`` starting at ``t0_s`` (s), keeping those
     whose onset frame lies in ``core_s`` = [from, to) (recording clock, s)."""
     import librosa
@@ -142,7 +145,8 @@ def scan_block(y: np.ndarray, t0_s: float, core_s: tuple[float, float]) -> Candi
                       frame_t[keep], strength[keep].astype(np.float32))
 
 
-def _with_context(blocks: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, float, tuple[float, float]]]:
+def _with_context(blocks: Iterator[npt.NDArray[np.float32]],
+                  ) -> Iterator[tuple[npt.NDArray[np.float32], float, tuple[float, float]]]:
     """(samples, start s, core span s) per block: each block with ``MARGIN_S`` of its
     neighbours on either side, so that no onset is judged at a cut."""
     margin = int(MARGIN_S * SR)
@@ -177,7 +181,8 @@ def scan(path: str | Path, block_s: float = BLOCK_S) -> Candidates:
                       cat["timbre"][keep], cat["strength_t_s"], cat["strength_curve"])
 
 
-def distinct(time_s: np.ndarray, strength: np.ndarray, gap_s: float = MIN_GAP_S / 2) -> np.ndarray:
+def distinct(time_s: npt.NDArray[np.float64], strength: npt.NDArray[np.floating[Any]],
+             gap_s: float = MIN_GAP_S / 2) -> npt.NDArray[np.intp]:
     """Indices of the candidates in time order, dropping the weaker of two whose attack times
     came within ``gap_s`` (two frame peaks can find the same attack)."""
     order = np.argsort(time_s, kind="stable")

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.check.drum import align, band
 from yuexuan.errors import UserError
@@ -56,10 +58,10 @@ class DrumEvidence:
     """The drum finder's result, on the timeline clock (seconds)."""
 
     alignment: align.Alignment  # live_s, plan_index, live_index …
-    confidence: np.ndarray     # one per alignment.live_s stroke, in [0, 1]
+    confidence: npt.NDArray[np.floating[Any]]     # one per alignment.live_s stroke, in [0, 1]
     threshold: float           # a stroke below this confidence is doubtful
-    strength_t_s: np.ndarray   # timeline time of each onset-strength frame, s
-    strength: np.ndarray       # the recording's onset strength per frame, 0..1
+    strength_t_s: npt.NDArray[np.float64]   # timeline time of each onset-strength frame, s
+    strength: npt.NDArray[np.floating[Any]]       # the recording's onset strength per frame, 0..1
     finder: str                # how the strokes and confidences were found (one line)
 
 
@@ -68,23 +70,25 @@ class DrumModel:
     """The drum as this recording sounds it: a direction in timbre space that parts its strokes
     from the other onsets, and where on it the two lie."""
 
-    axis: np.ndarray         # Fisher's discriminant: timbre · axis is the drum score
+    axis: npt.NDArray[np.floating[Any]]         # Fisher's discriminant: timbre · axis is the drum score
     score_drum: float        # the seeds' median score
     score_other: float       # the off-plan onsets' 99th percentile score
     level: float             # the seeds' median attack-band peak (sample amplitude)
-    seeds: np.ndarray        # candidate indices of the seeds
-    others: np.ndarray       # candidate indices of the off-plan onsets
+    seeds: npt.NDArray[np.intp]        # candidate indices of the seeds
+    others: npt.NDArray[np.intp]       # candidate indices of the off-plan onsets
     span_s: tuple[float, float]  # (from, to): where the 射节 is heard, recording clock, s
 
 
-def heard_plan(plan: np.ndarray, al: align.Alignment, live_rec_s: np.ndarray) -> np.ndarray:
+def heard_plan(plan: npt.NDArray[np.float64], al: align.Alignment,
+               live_rec_s: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Each planned stroke moved to where it is heard on the recording's clock (s): the drift of
     the matched strokes interpolated (held constant beyond the first and last)."""
     p = plan[al.plan_index]
     return plan + np.interp(plan, p, live_rec_s - p)
 
 
-def fisher_axis(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+def fisher_axis(pos: npt.NDArray[np.floating[Any]],
+                neg: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.floating[Any]]:
     """Fisher's linear discriminant between two sets of row vectors: (Σ₊ + Σ₋ + λI)⁻¹ (μ₊ − μ₋),
     with shrinkage λ = a tenth of the mean variance so that few seeds still give a stable axis.
     Written out (numpy, five lines) rather than taking scikit-learn as a dependency for it."""
@@ -95,7 +99,7 @@ def fisher_axis(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     return np.linalg.solve(cov + lam * np.eye(len(cov)), pos.mean(axis=0) - mu_neg)
 
 
-def coarse_start(times_s: np.ndarray, plan: np.ndarray, gap_s: float) -> float:
+def coarse_start(times_s: npt.NDArray[np.float64], plan: npt.NDArray[np.float64], gap_s: float) -> float:
     """The timeline time of the recording's first sample, roughly (within a few beats): the
     shift ``plan − time`` on which most (planned stroke, onset) pairs agree, in bins of a quarter
     beat counted two at a time (a drift of a few tenths of a percent smears the true shift over
@@ -109,7 +113,7 @@ def coarse_start(times_s: np.ndarray, plan: np.ndarray, gap_s: float) -> float:
     return float(np.median(inside))
 
 
-def plan_window(plan: np.ndarray, start_s: float, gap_s: float) -> tuple[float, float]:
+def plan_window(plan: npt.NDArray[np.float64], start_s: float, gap_s: float) -> tuple[float, float]:
     """The span of the recording (its clock, s) where the planned strokes can be heard from
     ``start_s``: two beats either side, and up to ``DRIFT_ALLOWED`` of the 射节 longer."""
     span = float(plan[-1] - plan[0])
@@ -117,7 +121,7 @@ def plan_window(plan: np.ndarray, start_s: float, gap_s: float) -> tuple[float, 
             float(plan[-1] - start_s + 2 * gap_s + DRIFT_ALLOWED * span))
 
 
-def learn(c: band.Candidates, plan: np.ndarray, start_s: float | None) -> DrumModel:
+def learn(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | None) -> DrumModel:
     """The model from the strongest candidates that fall on the plan (the module's steps 1–2)."""
     gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
     n = SEED_FACTOR * len(plan)
@@ -147,7 +151,7 @@ def learn(c: band.Candidates, plan: np.ndarray, start_s: float | None) -> DrumMo
                      (float(heard[0] - gap), float(heard[-1] + gap)))
 
 
-def drum_like(c: band.Candidates, model: DrumModel) -> np.ndarray:
+def drum_like(c: band.Candidates, model: DrumModel) -> npt.NDArray[np.floating[Any]]:
     """How drum-like each candidate's timbre is, in [0, 1]: its drum score placed between the
     off-plan onsets' 99th percentile (0) and the seeds' median (1)."""
     score = c.timbre.astype(np.float64) @ model.axis
@@ -157,7 +161,7 @@ def drum_like(c: band.Candidates, model: DrumModel) -> np.ndarray:
     return np.clip((score - model.score_other) / span, 0.0, 1.0)
 
 
-def loud(c: band.Candidates, model: DrumModel) -> np.ndarray:
+def loud(c: band.Candidates, model: DrumModel) -> npt.NDArray[np.floating[Any]]:
     """How loud each candidate is against the drum's typical stroke, in [0, 1]: 1 at the seeds'
     median level or above, falling by 1/``LEVEL_SPAN_DB`` per dB softer."""
     db = 20.0 * np.log10(np.maximum(c.level, 1e-12) / max(model.level, 1e-12))
@@ -169,12 +173,12 @@ class Found:
     """The strokes taken from a recording, aligned to the plan."""
 
     alignment: align.Alignment
-    confidence: np.ndarray       # per alignment.live_s stroke
+    confidence: npt.NDArray[np.floating[Any]]       # per alignment.live_s stroke
     candidates: band.Candidates
     model: DrumModel
 
 
-def strokes(c: band.Candidates, plan: np.ndarray, start_s: float | None = None) -> Found:
+def strokes(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | None = None) -> Found:
     """The drum's strokes among the candidates and their alignment to ``plan`` (step 4)."""
     model = learn(c, plan, start_s)
     like = drum_like(c, model)
@@ -193,7 +197,7 @@ def strokes(c: band.Candidates, plan: np.ndarray, start_s: float | None = None) 
     return Found(al, conf[kept], c, model)
 
 
-def find(path: str | Path, plan: np.ndarray, start_s: float | None = None) -> Found:
+def find(path: str | Path, plan: npt.NDArray[np.float64], start_s: float | None = None) -> Found:
     """Scan the recording (:func:`yuexuan.check.drum.band.scan`) and take the drum's strokes."""
     c = band.scan(path)
     if len(c.time_s) < 2:
@@ -206,7 +210,7 @@ def find(path: str | Path, plan: np.ndarray, start_s: float | None = None) -> Fo
         raise
 
 
-def evidence(path: str | Path, plan: np.ndarray, start_s: float | None = None) -> DrumEvidence:
+def evidence(path: str | Path, plan: npt.NDArray[np.float64], start_s: float | None = None) -> DrumEvidence:
     """The finder's result as :class:`DrumEvidence` (timeline clock)."""
     f = find(path, plan, start_s)
     curve = f.candidates.strength_curve

@@ -25,6 +25,7 @@ if TYPE_CHECKING:                    # PyAV is imported when a recording is open
     from av.container import InputContainer
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.errors import UserError
 
@@ -57,7 +58,7 @@ def _why(exc: Exception) -> str:
     return " ".join(str(text).split())
 
 
-def _frames(path: Path, sr: int) -> Iterator[np.ndarray]:
+def _frames(path: Path, sr: int) -> Iterator[npt.NDArray[np.float32]]:
     """Mono float32 chunks of the first audio stream at ``sr`` Hz, in order, as decoded."""
     import av
 
@@ -81,7 +82,7 @@ def _check_rate(sr: int) -> int:
     return int(sr)
 
 
-def iter_blocks(path: str | Path, sr: int, block_s: float) -> Iterator[np.ndarray]:
+def iter_blocks(path: str | Path, sr: int, block_s: float) -> Iterator[npt.NDArray[np.float32]]:
     """Consecutive mono float32 blocks of ``block_s`` seconds (``round(block_s·sr)`` samples) of
     the recording at ``sr`` Hz; the last block is shorter (never empty). Raises UserError naming
     the file when it is missing, unreadable, has no audio track or no samples."""
@@ -120,7 +121,7 @@ def _stated_samples(path: Path, sr: int) -> int:
     return max(0, int(math.ceil(seconds * sr)))
 
 
-def read_recording(path: str | Path, sr: int) -> np.ndarray:
+def read_recording(path: str | Path, sr: int) -> npt.NDArray[np.float32]:
     """The whole recording as mono float32 samples at ``sr`` Hz (see :func:`iter_blocks`)."""
     sr = _check_rate(sr)
     path = Path(path)
