@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
+import numpy.typing as npt
 from scipy.signal import lfilter
 
 #: a mode is computed until it has decayed by this many time constants (−50 dB).
@@ -14,18 +15,19 @@ DECAY_SPAN = 5.75
 RELEASE_S = 0.12          # release of sustained notes (pipe, voice), s
 
 
-def noise(rng: np.random.Generator, n: int) -> np.ndarray:
+def noise(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
     return rng.standard_normal(n).astype(np.float32)
 
 
-def onepole_lowpass(x: np.ndarray, cutoff_hz: float, sample_rate: int) -> np.ndarray:
+def onepole_lowpass(x: npt.NDArray[np.float32], cutoff_hz: float,
+                    sample_rate: int) -> npt.NDArray[np.float32]:
     a = math.exp(-2 * math.pi * min(cutoff_hz, 0.49 * sample_rate) / sample_rate)
     return lfilter([1 - a], [1, -a], x).astype(np.float32)
 
 
 def burst(rng: np.random.Generator, n_total: int, tau_s: float, sample_rate: int,
           cutoff_hz: float | None = None,
-          highpass: bool = False) -> np.ndarray:
+          highpass: bool = False) -> npt.NDArray[np.float32]:
     """Exponentially decaying noise burst (a strike), length ≤ ``n_total``."""
     n = min(n_total, int(DECAY_SPAN * tau_s * sample_rate) + 1)
     x = noise(rng, n)
@@ -36,14 +38,14 @@ def burst(rng: np.random.Generator, n_total: int, tau_s: float, sample_rate: int
     return x * env
 
 
-def normalise(x: np.ndarray, level: float) -> np.ndarray:
+def normalise(x: npt.NDArray[np.float32], level: float) -> npt.NDArray[np.float32]:
     peak = float(np.max(np.abs(x))) if len(x) else 0.0
     if peak > 0:
         x *= np.float32(level / peak)
     return x
 
 
-def wavetable(harm_amps: Iterable[float], size: int = 4096) -> np.ndarray:
+def wavetable(harm_amps: Iterable[float], size: int = 4096) -> npt.NDArray[np.float32]:
     """One period from harmonic amplitudes (sine phase), with a wrap-around sample."""
     t = np.arange(size) / size
     table = np.zeros(size + 1)
@@ -54,8 +56,8 @@ def wavetable(harm_amps: Iterable[float], size: int = 4096) -> np.ndarray:
     return table.astype(np.float32)
 
 
-def sustained(table: np.ndarray, hz: float, n: int, sample_rate: int, vib_cents: float,
-              vib_hz: float, vib_phase: float) -> np.ndarray:
+def sustained(table: npt.NDArray[np.float32], hz: float, n: int, sample_rate: int, vib_cents: float,
+              vib_hz: float, vib_phase: float) -> npt.NDArray[np.float32]:
     """Read a wavetable at ``hz`` with vibrato (depth ``vib_cents``, rate ``vib_hz``)."""
     t = np.arange(n, dtype=np.float64) / sample_rate
     d = vib_cents * math.log(2) / 1200.0
@@ -70,7 +72,7 @@ def sustained(table: np.ndarray, hz: float, n: int, sample_rate: int, vib_cents:
     return table[i] + (table[i + 1] - table[i]) * frac
 
 
-def envelope(n: int, n_on: int, attack_s: float, sample_rate: int) -> np.ndarray:
+def envelope(n: int, n_on: int, attack_s: float, sample_rate: int) -> npt.NDArray[np.float32]:
     env = np.ones(n, dtype=np.float32)
     na = max(1, min(n_on, int(attack_s * sample_rate)))
     env[:na] = np.linspace(0, 1, na, dtype=np.float32) ** 2

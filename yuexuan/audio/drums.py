@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy.signal import butter, lfilter, sosfilt
 
 from yuexuan.audio.blocks import DECAY_SPAN, burst, normalise
@@ -71,12 +72,13 @@ def _contact_s(m: Membrane, velocity: int) -> float:
     return m.contact_ms * 1e-3 * (1.0 + 0.6 * (1.0 - velocity / 127.0))
 
 
-def _force_pulse(contact_s: float, sample_rate: int) -> np.ndarray:
+def _force_pulse(contact_s: float, sample_rate: int) -> npt.NDArray[np.floating[Any]]:
     n = max(2, int(round(contact_s * sample_rate)))
     return np.sin(np.pi * (np.arange(n) + 0.5) / n)
 
 
-def _modes(m: Membrane, force: np.ndarray, n: int, sample_rate: int) -> np.ndarray:
+def _modes(m: Membrane, force: npt.NDArray[np.floating[Any]], n: int,
+           sample_rate: int) -> npt.NDArray[np.floating[Any]]:
     """Σ of two-pole resonators, one per mode (a unit impulse rings at the mode's amplitude),
     driven by the force pulse of unit area. lfilter runs in C, one pass per mode."""
     out = np.zeros(n, dtype=np.float64)
@@ -95,7 +97,8 @@ def _modes(m: Membrane, force: np.ndarray, n: int, sample_rate: int) -> np.ndarr
     return out
 
 
-def _upper(m: Membrane, velocity: int, n: int, sample_rate: int, rng: np.random.Generator) -> np.ndarray:
+def _upper(m: Membrane, velocity: int, n: int, sample_rate: int,
+           rng: np.random.Generator) -> npt.NDArray[np.floating[Any]]:
     """The dense modes above the listed ones: octave bands of decaying noise, each
     ``upper_slope_db`` below the one beneath it (steeper for softer strokes: INFERENCE, 1.5 × at
     the softest)."""
@@ -119,7 +122,7 @@ def _upper(m: Membrane, velocity: int, n: int, sample_rate: int, rng: np.random.
 
 
 def membrane_stroke(m: Membrane, velocity: int, sample_rate: int, rng: np.random.Generator,
-                    n: int) -> np.ndarray:
+                    n: int) -> npt.NDArray[np.floating[Any]]:
     """One stroke of a membrane drum, ``n`` samples, float64 (not normalised)."""
     contact = _contact_s(m, velocity)
     force = _force_pulse(contact, sample_rate)
@@ -136,7 +139,7 @@ def _ring_samples(m: Membrane, sample_rate: int) -> int:
     return int(min(RING_CAP_S, DECAY_SPAN * max((*m.decay_s, m.upper_decay_s))) * sample_rate)
 
 
-def _fade_tail(x: np.ndarray, fraction: float = 0.1) -> np.ndarray:
+def _fade_tail(x: npt.NDArray[np.floating[Any]], fraction: float = 0.1) -> npt.NDArray[np.floating[Any]]:
     k = max(1, int(len(x) * fraction))
     x[-k:] *= np.linspace(1.0, 0.0, k)
     return x
@@ -152,7 +155,8 @@ def length(p: dict[str, Any], sample_rate: int) -> int:
     return _ring_samples(Membrane.of(p), sample_rate) + _twirl_samples(p, sample_rate)
 
 
-def twirl(p: dict[str, Any], velocity: int, sample_rate: int, rng: np.random.Generator) -> np.ndarray:
+def twirl(p: dict[str, Any], velocity: int, sample_rate: int,
+          rng: np.random.Generator) -> npt.NDArray[np.floating[Any]]:
     """The 鼗: pellet strikes at ``rattle_rate_hz``, alternating heads, softening at the end."""
     heads = (Membrane.of(p), Membrane.of(p).scaled(float(p.get("head_ratio", 1.0))))
     strokes = int(p["rattle_strokes"])
@@ -169,7 +173,7 @@ def twirl(p: dict[str, Any], velocity: int, sample_rate: int, rng: np.random.Gen
     return out
 
 
-def drum(p: dict[str, Any], velocity: int, sample_rate: int, seed: int) -> np.ndarray:
+def drum(p: dict[str, Any], velocity: int, sample_rate: int, seed: int) -> npt.NDArray[np.float32]:
     """One drum note: a stick stroke, or (``rattle_strokes`` > 1) the 鼗's twirl. Peak 1."""
     rng = np.random.default_rng(seed)
     if int(p.get("rattle_strokes", 1)) > 1:

@@ -10,6 +10,7 @@ sample peak × :data:`_BOUND`, instead: slower, since that bound is +4.6 dB).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +27,7 @@ TAPS_PER_PHASE = 16
 TP_SEARCH_DB = 3.0
 
 
-def k_weighting_sos(sample_rate: int) -> np.ndarray:
+def k_weighting_sos(sample_rate: int) -> npt.NDArray[np.float64]:
     """The two K-weighting biquads (high shelf, then the RLB high-pass) as second-order sections.
 
     Derived from the analog prototypes of BS.1770 (as in the standard's 48 kHz coefficients) so
@@ -50,7 +51,8 @@ def k_weighting_sos(sample_rate: int) -> np.ndarray:
     return np.array([b1 + a1, b2 + a2], dtype=np.float64)
 
 
-def interpolation_filter(factor: int = OVERSAMPLE, taps_per_phase: int = TAPS_PER_PHASE) -> np.ndarray:
+def interpolation_filter(factor: int = OVERSAMPLE,
+                         taps_per_phase: int = TAPS_PER_PHASE) -> npt.NDArray[np.float64]:
     """Low-pass FIR for ``factor``× oversampling (gain ``factor``; passband to 0.9 × Nyquist)."""
     n = factor * taps_per_phase
     return (signal.firwin(n, 0.9 / factor, window=("kaiser", 8.0)) * factor).astype(np.float64)
@@ -64,7 +66,7 @@ def hop_samples(sample_rate: int) -> int:
     return int(round(HOP_S * sample_rate))
 
 
-def guard(n: int, channels: int) -> np.ndarray:
+def guard(n: int, channels: int) -> npt.NDArray[np.float32]:
     """±1e-15 alternating sample by sample (a Nyquist-frequency signal), added before filtering so
     that the filters never reach denormal numbers (very slow) as sounds die away; its energy,
     1e-30, lies 230 dB under the absolute gate."""
@@ -73,8 +75,9 @@ def guard(n: int, channels: int) -> np.ndarray:
     return g
 
 
-def k_hops(block: np.ndarray, sos: np.ndarray, zi: np.ndarray, hop: int,
-           guard_samples: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def k_hops(block: npt.NDArray[np.float32], sos: npt.NDArray[np.float64], zi: npt.NDArray[np.floating[Any]],
+           hop: int, guard_samples: npt.NDArray[np.float32] | None = None,
+           ) -> tuple[npt.NDArray[np.floating[Any]], npt.NDArray[np.floating[Any]]]:
     """K-weight ``block`` (n, channels; n a multiple of ``hop``) from state ``zi``.
 
     Returns (mean square of each hop summed over channels, the state after the block). float32
@@ -127,18 +130,19 @@ class LoudnessMeter:
         self.sample_rate = sample_rate
         self.channels = channels
         self.sos = k_weighting_sos(sample_rate)
-        self.zi = np.zeros((self.sos.shape[0], 2, channels))     # scipy: (sections, 2, channels)
+        # scipy's filter state: (sections, 2, channels)
+        self.zi: npt.NDArray[np.floating[Any]] = np.zeros((self.sos.shape[0], 2, channels))
         self.hop = hop_samples(sample_rate)
         self._rest = np.zeros((0, channels), dtype=np.float32)
         self._hops: list[float] = []
         self._guard = guard(0, channels)
 
     @property
-    def hops(self) -> np.ndarray:
+    def hops(self) -> npt.NDArray[np.float64]:
         """Mean square (summed over channels) of every complete 100 ms hop so far."""
         return np.asarray(self._hops, dtype=np.float64)
 
-    def feed(self, block: np.ndarray) -> None:
+    def feed(self, block: npt.NDArray[np.float32]) -> None:
         block = np.asarray(block, dtype=np.float32)
         if block.ndim == 1:
             block = block[:, None]
@@ -164,7 +168,7 @@ _POLY = np.ascontiguousarray(_H.reshape(TAPS_PER_PHASE, OVERSAMPLE)[::-1]).astyp
 _BOUND = float(np.abs(_POLY).sum(axis=0).max())
 
 
-def abs_max_channels(x: np.ndarray) -> np.ndarray:
+def abs_max_channels(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Per sample of ``x`` (n, channels), the largest magnitude over channels (fast for few channels)."""
     out = np.abs(x[:, 0])
     for c in range(1, x.shape[1]):
@@ -172,7 +176,7 @@ def abs_max_channels(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def oversampled_peaks(x: np.ndarray) -> np.ndarray:
+def oversampled_peaks(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """For each window of TAPS_PER_PHASE samples of ``x`` (n, channels), the largest |value| of
     the 4× oversampled signal between its two middle samples, over channels: n − 15 values;
     value i lies between samples i + 7 and i + 8."""
@@ -181,7 +185,7 @@ def oversampled_peaks(x: np.ndarray) -> np.ndarray:
         x = x[:, None]
     if len(x) < TAPS_PER_PHASE:
         return np.zeros(0, dtype=np.float32)
-    out: np.ndarray | None = None
+    out: npt.NDArray[np.float32] | None = None
     for c in range(x.shape[1]):
         win = np.lib.stride_tricks.sliding_window_view(x[:, c], TAPS_PER_PHASE)
         y = _POLY.T @ win.T                     # (phases, windows): rows reduce fast
@@ -210,7 +214,7 @@ class TruePeakMeter:
         self._floor = floor
         self.peak = 0.0
 
-    def feed(self, block: np.ndarray) -> float:
+    def feed(self, block: npt.NDArray[np.float32]) -> float:
         """Take the next block; return an upper bound of its own true peak that never exceeds the
         stream's (exact where the block holds the stream's loudest chunk so far)."""
         block = np.asarray(block, dtype=np.float32)
@@ -246,7 +250,7 @@ class TruePeakMeter:
         return 20 * math.log10(self.peak) if self.peak > 0 else float("-inf")
 
 
-def true_peak_envelope(x: np.ndarray) -> np.ndarray:
+def true_peak_envelope(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Per sample of ``x`` (n, channels), the largest |value| of the oversampled signal in the
     sample intervals either side of it, over channels (zeros assumed beyond ``x``); ≥ |x|."""
     x = np.asarray(x, dtype=np.float32)
@@ -256,14 +260,14 @@ def true_peak_envelope(x: np.ndarray) -> np.ndarray:
     return np.maximum(env, abs_max_channels(x))
 
 
-def integrated_loudness(x: np.ndarray, sample_rate: int) -> float:
+def integrated_loudness(x: npt.NDArray[np.floating[Any]], sample_rate: int) -> float:
     """Integrated loudness of a whole (n, channels) array, LUFS."""
     m = LoudnessMeter(sample_rate, x.shape[1] if x.ndim == 2 else 1)
     m.feed(x)
     return m.integrated()
 
 
-def true_peak_dbtp(x: np.ndarray) -> float:
+def true_peak_dbtp(x: npt.NDArray[np.floating[Any]]) -> float:
     """True peak of a whole (n, channels) array, dBTP."""
     m = TruePeakMeter(x.shape[1] if x.ndim == 2 else 1, exact=True)
     m.feed(x)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import numpy.typing as npt
 from scipy import ndimage
 from scipy.linalg import blas
 
@@ -15,7 +16,8 @@ RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more
 
 
 def blocks(p: Plan, block: int, stems: bool = False,
-           mix_too: bool = True) -> Iterator[tuple[int, np.ndarray, dict[int, np.ndarray] | None]]:
+           mix_too: bool = True,
+           ) -> Iterator[tuple[int, npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]] | None]]:
     """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block
     (with ``mix_too`` False the mix is left silent: for a caller that has it already).
 
@@ -34,7 +36,7 @@ def blocks(p: Plan, block: int, stems: bool = False,
         mix = ring[k % RING][:b1 - b0]
         mix.fill(0.0)
         flat = mix.reshape(-1)
-        parts: dict[int, np.ndarray] | None = {} if stems else None
+        parts: dict[int, npt.NDArray[np.float32]] | None = {} if stems else None
         keep = []
         for e in active:
             s, t = int(p.starts[e]), int(p.ends[e])
@@ -56,7 +58,8 @@ def blocks(p: Plan, block: int, stems: bool = False,
         yield b0, mix, parts
 
 
-def limiter_gain(x: np.ndarray, ceiling: float, window: int, lead: int) -> np.ndarray | None:
+def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
+                 lead: int) -> npt.NDArray[np.float32] | None:
     """Gain (≤ 1) for the middle of ``x`` (after ``lead`` samples of context, before the same at
     the end) that keeps the 4× oversampled peak at or below ``ceiling`` (linear); None if no
     sample needs less than unity.

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.audio import synth
 from yuexuan.audio.voice import vowel_of
@@ -54,7 +55,8 @@ def note_key(instrument: str, family: str, hz: float | None, velocity: int, dura
                    voice and bool(lyric))
 
 
-def note_from_key(key: NoteKey, family: str, params: dict[str, Any], sample_rate: int) -> np.ndarray:
+def note_from_key(key: NoteKey, family: str, params: dict[str, Any],
+                  sample_rate: int) -> npt.NDArray[np.float32]:
     """Render the waveform ``key`` stands for (float32 mono; seeded by the key)."""
     return synth.note(family, params, key.hz, key.velocity, key.duration_s, sample_rate,
                       seed=key.seed(), lyric="·" if key.sung else None, vowel=key.vowel)
@@ -66,10 +68,11 @@ class NoteCache:
     ``make(key)`` builds a waveform on a miss; an evicted entry is rebuilt identically.
     """
 
-    def __init__(self, make: Callable[[Any], np.ndarray], max_bytes: int = 160 * 2 ** 20) -> None:
+    def __init__(self, make: Callable[[Any], npt.NDArray[np.float32]],
+                 max_bytes: int = 160 * 2 ** 20) -> None:
         self._make = make
         self._max = max_bytes
-        self._data: OrderedDict[Hashable, np.ndarray] = OrderedDict()
+        self._data: OrderedDict[Hashable, npt.NDArray[np.float32]] = OrderedDict()
         self._bytes = 0
         self.hits = self.misses = 0
 
@@ -94,7 +97,7 @@ class NoteCache:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def get(self, key: Hashable) -> np.ndarray:
+    def get(self, key: Hashable) -> npt.NDArray[np.float32]:
         arr = self._data.get(key)
         if arr is not None:
             self._data.move_to_end(key)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import soundfile as sf
 
 from yuexuan.errors import UserError
@@ -32,7 +33,7 @@ def open_stereo(path: str | Path, sample_rate: int, fmt: str, subtype: str) -> s
     return sf.SoundFile(path, "w", sample_rate, 2, subtype=subtype, format=fmt, **extra)
 
 
-def to_pcm16(x: np.ndarray) -> np.ndarray:
+def to_pcm16(x: npt.NDArray[np.float32]) -> npt.NDArray[np.int16]:
     """Float samples (±1 full scale) as 16-bit integers, rounded to nearest (deterministic)."""
     y = x * np.float32(32767.0)
     np.rint(y, out=y)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.audio import notecache, space, surfaces, synth
 from yuexuan.errors import UserError
@@ -98,15 +99,15 @@ class SharedMono:
     kept until each of its placements has taken it, then dropped (so memory stays bounded; a
     placement rebuilt after the cache evicted it synthesises again, identically)."""
 
-    def __init__(self, synthesise: Callable[[notecache.NoteKey], np.ndarray],
+    def __init__(self, synthesise: Callable[[notecache.NoteKey], npt.NDArray[np.float32]],
                  keys: Iterable[PlacedKey]) -> None:
         uses = Counter(k.note for k in set(keys))
         self._synthesise = synthesise
         self._waiting = {note: n for note, n in uses.items() if n > 1}   # placements not yet built
-        self._kept: dict[notecache.NoteKey, np.ndarray] = {}
+        self._kept: dict[notecache.NoteKey, npt.NDArray[np.float32]] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, note: notecache.NoteKey) -> np.ndarray:
+    def __call__(self, note: notecache.NoteKey) -> npt.NDArray[np.float32]:
         with self._lock:
             wave = self._kept.get(note)
             left = self._waiting.get(note, 0)
@@ -125,11 +126,11 @@ class SharedMono:
 @dataclass
 class Plan:
     sample_rate: int
-    starts: np.ndarray                 # int64 start sample of each event (travel delay included)
-    ends: np.ndarray                   # int64 end sample (exclusive)
-    gains: np.ndarray                  # float32 amplitude of each event
+    starts: npt.NDArray[np.int64]                 # int64 start sample of each event (travel delay included)
+    ends: npt.NDArray[np.int64]                   # int64 end sample (exclusive)
+    gains: npt.NDArray[np.float32]                  # float32 amplitude of each event
     keys: list[PlacedKey]              # PlacedKey of each event
-    inst: np.ndarray                   # int index into names
+    inst: npt.NDArray[np.integer[Any]]                   # int index into names
     names: list[str]                   # instrument names with events, timeline order
     total: int                         # samples in the file
     cache: notecache.NoteCache
@@ -196,13 +197,13 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
     total = max(int(math.ceil(timeline.duration * sr)), int(ends_a.max()) if len(ends_a) else 0)
     order = np.argsort(starts_a, kind="stable")
 
-    def synthesise(note: notecache.NoteKey) -> np.ndarray:
+    def synthesise(note: notecache.NoteKey) -> npt.NDArray[np.float32]:
         body = insts[note.instrument]
         return notecache.note_from_key(note, body.family, body.synth, sr)
 
     mono = SharedMono(synthesise, keys)
 
-    def make(key: PlacedKey) -> np.ndarray:
+    def make(key: PlacedKey) -> npt.NDArray[np.float32]:
         return space.spatialise(mono(key.note), placements[key.place], sr)
 
     return Plan(sr, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],

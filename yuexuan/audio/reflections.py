@@ -35,14 +35,14 @@ class Reflection(NamedTuple):
     reflection: float          # product of the surfaces' pressure reflection coefficients
 
 
-def mirror(point: npt.ArrayLike, surface: Surface) -> np.ndarray:
+def mirror(point: npt.ArrayLike, surface: Surface) -> npt.NDArray[np.float64]:
     """``point`` mirrored in the plane of ``surface``."""
     n = surface.normal
     p = np.asarray(point, dtype=float)
     return p - 2.0 * float(np.dot(p - surface.corner_m, n)) * n
 
 
-def crossing(surface: Surface, a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray | None:
+def crossing(surface: Surface, a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64] | None:
     """Where the segment a→b crosses ``surface``'s rectangle (strictly between its ends), or None."""
     n = surface.normal
     da = float(np.dot(np.asarray(a) - surface.corner_m, n))
@@ -68,7 +68,7 @@ def blocked(surfaces: Sequence[Surface], a: npt.ArrayLike, b: npt.ArrayLike,
 
 
 def _trace(source: npt.ArrayLike, listener: npt.ArrayLike,
-           chain: Sequence[Surface]) -> tuple[np.ndarray, list[np.ndarray]] | None:
+           chain: Sequence[Surface]) -> tuple[npt.NDArray[np.float64], list[npt.NDArray[np.float64]]] | None:
     """(image of the last surface, [source, reflection points …, listener]) of the path off
     ``chain`` (surfaces in order), or None when a reflection point falls outside its surface."""
     images = [np.asarray(source, dtype=float)]

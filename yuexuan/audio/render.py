@@ -22,9 +22,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
@@ -64,8 +65,8 @@ class Report:
 class _Measured:
     """What pass 1 learnt of the unscaled mix, per block."""
 
-    hops: np.ndarray                   # K-weighted mean square per 100 ms hop
-    states: list[np.ndarray]           # K-filter state at the start of each block
+    hops: npt.NDArray[np.float64]                   # K-weighted mean square per 100 ms hop
+    states: list[npt.NDArray[np.floating[Any]]]           # K-filter state at the start of each block
     peaks: list[float]                 # sample peak of each block
 
 
@@ -106,10 +107,10 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     # one K-weighting meter per channel, each on its own worker thread (BS.1770 adds the
     # channels' mean squares, so per-channel hop energies simply add)
     meters = [loudness.LoudnessMeter(sr, channels=1) for _ in range(2)]
-    states: list[list[np.ndarray]] = [[], []]
+    states: list[list[npt.NDArray[np.floating[Any]]]] = [[], []]
     m = _Measured(np.zeros(0), [], [])
 
-    def measure(c: int, mix: np.ndarray, spool: IO[bytes] | None = None) -> None:
+    def measure(c: int, mix: npt.NDArray[np.float32], spool: IO[bytes] | None = None) -> None:
         states[c].append(meters[c].zi.copy())
         meters[c].feed(mix[:, c:c + 1])
         if spool is not None:
@@ -173,7 +174,7 @@ def _gain_pass(p: Plan, spool: IO[bytes], out_path: Path, fmt: str, subtype: str
     silence = np.zeros((0, 2), np.float32)
     spool.seek(0)
 
-    def read_block(k: int) -> np.ndarray:
+    def read_block(k: int) -> npt.NDArray[np.float32]:
         n = min(block, p.total - k * block)
         data = spool.read(n * frame_bytes)
         return np.frombuffer(data, dtype=np.float32).reshape(n, 2) * np.float32(gain)
@@ -193,7 +194,8 @@ def _gain_pass(p: Plan, spool: IO[bytes], out_path: Path, fmt: str, subtype: str
         writer = files.enter_context(output.Pipe())
         peak_meter = files.enter_context(output.Pipe())
 
-        def write(y: np.ndarray, parts: dict[int, np.ndarray], g: np.ndarray | None) -> None:
+        def write(y: npt.NDArray[np.float32], parts: dict[int, npt.NDArray[np.float32]],
+                  g: npt.NDArray[np.floating[Any]] | None) -> None:
             out.write(output.to_pcm16(y))
             for i, f in enumerate(stem_files):
                 part = parts.get(i)

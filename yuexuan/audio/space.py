@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.audio import reflections as images
 from yuexuan.audio import surfaces, tail
@@ -124,7 +125,7 @@ def placement(listener: Listener, source_m: Sequence[float], sample_rate: int, s
     return Placement(int(round(delay_s(d) * sample_rate)), tuple(taps), diffuse, az, d, paths)
 
 
-def spatialise(mono: np.ndarray, place: Placement, sample_rate: int) -> np.ndarray:
+def spatialise(mono: npt.NDArray[np.float32], place: Placement, sample_rate: int) -> npt.NDArray[np.float32]:
     """Stereo (n + extra, 2) float32: ``mono`` heard through the placement (overall delay not
     included): its taps added at full rate, its tail by :func:`yuexuan.audio.tail.apply`."""
     mono = np.asarray(mono, dtype=np.float32)
@@ -136,7 +137,7 @@ def spatialise(mono: np.ndarray, place: Placement, sample_rate: int) -> np.ndarr
     return out
 
 
-def impulse_response(place: Placement, sample_rate: int) -> np.ndarray:
+def impulse_response(place: Placement, sample_rate: int) -> npt.NDArray[np.float32]:
     """(1 + extra, 2) float32: what a click (one sample of 1) at the source sounds like, from the
     direct sound's arrival on."""
     return spatialise(np.ones(1, dtype=np.float32), place, sample_rate)

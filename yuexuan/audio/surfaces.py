@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
@@ -31,7 +32,7 @@ class Surface:
     edge1_m: tuple[float, float, float]
     edge2_m: tuple[float, float, float]
     reflection: float          # pressure reflection coefficient, √(1 − α)
-    normal: np.ndarray = field(init=False, repr=False, compare=False)   # unit normal
+    normal: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)   # unit normal
 
     def __post_init__(self) -> None:
         n = np.cross(self.edge1_m, self.edge2_m)

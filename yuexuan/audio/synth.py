@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from yuexuan.audio import drums
 from yuexuan.audio.blocks import (
@@ -67,7 +68,7 @@ def velocity_gain(velocity: int) -> float:
 # building blocks
 
 
-def _decaying_sines(out: np.ndarray, start: int, freqs: Sequence[float], amps: Sequence[float],
+def _decaying_sines(out: npt.NDArray[np.float32], start: int, freqs: Sequence[float], amps: Sequence[float],
                     taus: Sequence[float], sample_rate: int,
                     phases: Sequence[float] | None = None) -> None:
     """Add Σ amp·e^(−t/τ)·sin(2πft + φ) into ``out[start:]``, each mode only while it lasts.
@@ -98,7 +99,7 @@ def _decaying_sines(out: np.ndarray, start: int, freqs: Sequence[float], amps: S
         out[start:start + n] += w.imag
 
 
-def _fade_tail(x: np.ndarray, fraction: float = 0.1) -> np.ndarray:
+def _fade_tail(x: npt.NDArray[np.float32], fraction: float = 0.1) -> npt.NDArray[np.float32]:
     n = max(1, int(len(x) * fraction))
     x[-n:] *= np.linspace(1.0, 0.0, n, dtype=np.float32)
     return x
@@ -116,7 +117,7 @@ def _ring_samples(family: str, taus: Sequence[float], sample_rate: int) -> int:
 MINOR_THIRD_BELL = (1.0, 1.2, 2.4, 2.81, 3.0)
 
 
-def bell(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
+def bell(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: int) -> npt.NDArray[np.float32]:
     """Two-tone bell struck at the 正鼓: one exponentially decaying mode per measured partial
     (``partials`` × hz, the 侧鼓 tone among them), the higher ones brighter when struck harder;
     a soft strike thump."""
@@ -134,7 +135,8 @@ def bell(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: in
     return normalise(_fade_tail(out), 1.0)
 
 
-def stone(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
+def stone(p: dict[str, Any], hz: float, velocity: int, sample_rate: int,
+          seed: int) -> npt.NDArray[np.float32]:
     """磬: inharmonic modes, bright attack click, shorter decay."""
     partials = list(p.get("partials", [1.0, 2.76, 5.4, 8.93]))
     amps = list(p.get("amplitudes", [1.0, 0.5, 0.25, 0.12]))
@@ -150,7 +152,8 @@ def stone(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: i
     return normalise(_fade_tail(out), 1.0)
 
 
-def string(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: int) -> np.ndarray:
+def string(p: dict[str, Any], hz: float, velocity: int, sample_rate: int,
+           seed: int) -> npt.NDArray[np.float32]:
     """瑟: modal plucked string (harmonics, stiffness, faster decay for higher harmonics)."""
     tau1 = float(p.get("decay_s", 2.5))
     bright = float(p.get("brightness", 0.6)) * (0.6 + 0.4 * velocity / 127.0)
@@ -177,7 +180,7 @@ def string(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: 
 
 
 def pipe(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_rate: int,
-         seed: int) -> np.ndarray:
+         seed: int) -> npt.NDArray[np.float32]:
     """簜: harmonics plus band-limited breath noise, soft attack, light vibrato."""
     harm = list(p.get("harmonics", [1.0, 0.35, 0.5, 0.12, 0.15]))
     harm = [a for h, a in enumerate(harm, start=1) if h * hz < 0.45 * sample_rate]
@@ -200,7 +203,7 @@ def pipe(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_
 
 def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, duration_s: float,
          sample_rate: int, seed: int = 0, lyric: str | None = None,
-         vowel: str | None = None) -> np.ndarray:
+         vowel: str | None = None) -> npt.NDArray[np.float32]:
     """One note as float32 mono samples (peak 1). ``hz`` None for unpitched drums and for a
     spoken voice (:func:`~yuexuan.audio.voice.spoken`).
 

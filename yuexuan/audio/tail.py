@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 from scipy import signal
 
 DENSITY_HZ = 2000.0            # impulses a second in each channel
@@ -36,7 +37,7 @@ class Tail(NamedTuple):
     """A stereo tail at ``sample_rate / factor``, from the direct sound's arrival (sample 0)."""
 
     factor: int                # full-rate samples per tail sample
-    ir: np.ndarray             # (m, 2) float32
+    ir: npt.NDArray[np.float32]             # (m, 2) float32
 
 
 def factor(sample_rate: int) -> int:
@@ -44,7 +45,7 @@ def factor(sample_rate: int) -> int:
 
 
 @lru_cache(maxsize=8)
-def _fir(sample_rate: int, r: int) -> np.ndarray:
+def _fir(sample_rate: int, r: int) -> npt.NDArray[np.floating[Any]]:
     """Low-pass FIR (odd length, unit DC gain) for decimating or interpolating by ``r``."""
     if r == 1:
         return np.ones(1, dtype=np.float32)
@@ -84,7 +85,7 @@ def diffuse_tail(sample_rate: int, t60_s: float, start_s: float, energy: float, 
     return Tail(r, (out * np.float32(math.sqrt(energy / measured))) if measured > 0 else out)
 
 
-def apply(tail: Tail, mono: np.ndarray, sample_rate: int, n: int) -> np.ndarray:
+def apply(tail: Tail, mono: npt.NDArray[np.float32], sample_rate: int, n: int) -> npt.NDArray[np.float32]:
     """(n, 2) float32: ``mono`` through the tail, aligned so that its sample 0 is the direct
     sound's arrival (cut or zero-padded to ``n`` samples)."""
     r = tail.factor

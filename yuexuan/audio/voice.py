@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy.signal import lfilter
 
 from yuexuan.audio.blocks import RELEASE_S, burst, envelope, noise, normalise, sustained, wavetable
@@ -38,7 +39,7 @@ def vowel_of(syllable: str | None) -> str:
 
 
 def sung(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_rate: int, seed: int,
-         vowel: str = "a", consonant: bool = False) -> np.ndarray:
+         vowel: str = "a", consonant: bool = False) -> npt.NDArray[np.float32]:
     """Sung vowel by formant synthesis: a glottal harmonic source shaped by the vowel's formants.
 
     The fundamental is kept the strongest harmonic (the nominal pitch leads).
@@ -65,14 +66,14 @@ def sung(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_
     return normalise(out, 1.0)
 
 
-def fricative_onset(out: np.ndarray, rng: np.random.Generator, sample_rate: int) -> None:
+def fricative_onset(out: npt.NDArray[np.float32], rng: np.random.Generator, sample_rate: int) -> None:
     """Add a short fricative onset for the syllable into ``out`` (peak about 1)."""
     c = burst(rng, len(out), 0.012, sample_rate, cutoff_hz=2500.0, highpass=True)
     out[:len(c)] += 0.25 * c
 
 
 def spoken(p: dict[str, Any], velocity: int, duration_s: float, sample_rate: int, seed: int, vowel: str = "a",
-           consonant: bool = False) -> np.ndarray:
+           consonant: bool = False) -> npt.NDArray[np.float32]:
     """A spoken call without a pitch: noise through the vowel's formants (parallel two-pole
     resonators, bandwidths ``whisper_bandwidth`` times the sung ones), so no harmonic series;
     the voice falls by half over the syllable. Hand-written resonators: scipy has no formant filter."""
