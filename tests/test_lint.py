@@ -3,6 +3,8 @@ strictness that pyproject.toml's [tool.ruff] and [tool.mypy] document."""
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +40,25 @@ def test_the_strictness_is_the_documented_one():
                  "check_untyped_defs", "no_implicit_optional", "strict_equality", "warn_unused_ignores"):
         assert mypy.get(flag) is True, flag
     assert set(conf["tool"]["ruff"]["lint"]["select"]) >= {"E", "F", "W", "I", "B", "UP", "SIM", "RUF"}
+
+
+def _annotations(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            yield from (x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+                        if x is not None and x.annotation is not None)
+            if node.returns is not None:
+                yield node.returns
+        elif isinstance(node, ast.AnnAssign):
+            yield node.annotation
+
+
+def test_arrays_say_their_dtype():
+    """No annotation holds a bare ``np.ndarray`` (mypy lets one pass: numpy's hints default its
+    dtype to any); the package writes ``npt.NDArray[np.float64]`` and the like."""
+    bare = [f"{path.relative_to(ROOT)}:{ann.lineno}"
+            for path in sorted((ROOT / "yuexuan").rglob("*.py"))
+            for ann in _annotations(ast.parse(path.read_text("utf-8")))
+            if re.search(r"\bnp\.ndarray\b(?!\[)", ast.unparse(ann))]
+    assert not bare, bare
