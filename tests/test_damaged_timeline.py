@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -227,6 +228,19 @@ def instrument_without_position(d):
     return f"instruments[{name!r}]", "missing field 'position_m'"
 
 
+def instrument_far_away(d):
+    name = next(iter(d["instruments"]))
+    d["instruments"][name]["position_m"] = [1e9, 0.0, 0.0]     # the render would wait 34 days
+    return f"instruments[{name!r}].position_m", "within 1000 m"
+
+
+def place_far_away(d):
+    c = next(c for c in d["cues"] if c["places"])
+    k, name = d["cues"].index(c), next(iter(c["places"]))
+    c["places"][name]["position_m"] = [0.0, -5000.0, 0.0]
+    return f"cues[{k}].places[{name!r}].position_m", "within 1000 m"
+
+
 def beat_in_a_cue_without_shejie(d):
     d["beats"][0]["cue"] = "round3_quhou"
     return "beats[0].cue", "expected a cue of kind shejie"
@@ -275,6 +289,7 @@ TARGETED = [two_hz_on_one_key, untunable_hz, note_of_unknown_instrument, note_ou
             velocity_out_of_range, cue_ends_before_it_starts, cues_overlap, cue_past_a_day,
             duplicate_cue_id, phrase_outside_its_cue, phrases_out_of_order, beat_s_too_short,
             cue_of_unknown_instrument, place_of_unknown_instrument, instrument_without_position,
+            instrument_far_away, place_far_away,
             beat_in_a_cue_without_shejie, beat_outside_its_cue, beats_out_of_order,
             beat_of_unknown_cue, shooting_beat_without_archer, shooting_beat_with_a_fifth_arrow,
             unknown_variant_option, unknown_variant]
@@ -473,6 +488,7 @@ def test_any_damage_runs_or_is_one_line(tmp_path_factory, base, data, command):
     event(f"{command}: exit {code}")
     if code == 2:
         assert outputs(out) == []
+    shutil.rmtree(out)                 # a long run makes hundreds of these: keep the disk free
 
 
 # -- play: to a private JACK server --------------------------------------------------------------

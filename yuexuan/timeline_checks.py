@@ -7,7 +7,8 @@ trip over: two frequencies on one MIDI key (the MIDI file's and the live show's 
 frequency MIDI tuning cannot carry, a note or beat outside its cue, cues out of time order, a time
 past a day (the compiler's limit), a cue ``beat_s`` outside what a cue sheet can give (the score
 divides by it), a note of an instrument the ``instruments`` table lacks, an instrument without its
-``position_m`` (the drawing and the guide place every instrument), a shooting 节 without its archer.
+``position_m`` or with one over a kilometre away (the drawing, the guide and the render place every
+instrument), a shooting 节 without its archer.
 Each rule is one pass over one record kind; the notes' rules are numpy arrays (a large roster has
 190,000 notes). docs/timeline.md lists the rules; docs/errors.md the messages.
 """
@@ -29,6 +30,10 @@ MAX_SECONDS = 24 * 3600.0     # a compiled selection lasts at most a day (compil
 BEAT_S = (0.001, 6 * 3600.0)  # a cue's beat_s, s: a sheet's settings give 3.1 ms (0.2 s / 64) to 6 h
 EPS_S = 1e-6                  # times are written rounded to the microsecond
 SAME_HZ = 1e-6                # two frequencies closer than this (relative) are one pitch
+# a performer's place, m from the courtyard's origin on each axis: the courtyard is about 50 × 143 m
+# (ceremony/courtyard.toml); the render delays a sound by its distance (1 km: 2.9 s), so a place
+# thousands of km off would make it write days of audio
+NEAR_M = 1000.0
 ARROWS = 4                    # 乘矢: an archer shoots four arrows a round
 
 
@@ -99,20 +104,32 @@ def _cues(cues: list[Doc], table: Doc, file: str | None) -> None:
             if name not in table:
                 raise _fail(f"{where}.instruments[{k}]", f"{name!r:.40} is not among the "
                                                          f"timeline's instruments", file)
-        for name in c.get("places", {}):
+        for name, place in c.get("places", {}).items():
             if name not in table:
                 raise _fail(f"{where}.places[{name!r:.40}]", "not among the timeline's instruments",
                             file)
+            _near(f"{where}.places[{name!r:.40}].position_m", place["position_m"], file)
+            for who, pos in place.get("attendants", {}).items():
+                _near(f"{where}.places[{name!r:.40}].attendants[{who!r:.40}]", pos, file)
 
 
 # -- instruments -------------------------------------------------------------------------------
 
 def _instruments(table: Doc, file: str | None) -> None:
-    """Every instrument has its place: the drawing and the guide put each one in the courtyard."""
+    """Every instrument has its place in the courtyard: the drawing and the guide put each one
+    there, and the render delays its sound by its distance."""
     for name, facts in table.items():
         if "position_m" not in facts:
             raise _fail(f"instruments[{name!r}]", "missing field 'position_m' ([x, y, z] in metres)",
                         file)
+        _near(f"instruments[{name!r}].position_m", facts["position_m"], file)
+
+
+def _near(key: str, position_m: list[float], file: str | None) -> None:
+    """A position within NEAR_M of the courtyard's origin (the schema has made it three numbers)."""
+    if max(abs(v) for v in position_m) > NEAR_M:
+        raise _fail(key, f"expected metres within {NEAR_M:.0f} m of the courtyard's origin, got "
+                         f"{position_m}", file)
 
 
 # -- notes -------------------------------------------------------------------------------------
