@@ -148,7 +148,8 @@ def _column(notes: Sequence[Doc], key: str) -> np.ndarray[Any, np.dtype[np.float
 def _notes(notes: list[Doc], span: dict[str, tuple[int, float, float]], table: Doc,
            file: str | None) -> None:
     """Each note starts inside its cue, in time order, ends by the end of the day, is of an
-    instrument of the table and has a frequency MIDI tuning can carry, one per MIDI key."""
+    instrument of the table, has a frequency if that instrument is pitched (a voice's spoken call
+    aside), and a frequency MIDI tuning can carry, one per MIDI key."""
     if not notes:
         return
     time, hz = _column(notes, "time"), _column(notes, "hz")
@@ -173,6 +174,13 @@ def _notes(notes: list[Doc], span: dict[str, tuple[int, float, float]], table: D
         i = next(k for k, n in enumerate(notes) if n["instrument"] in unknown)
         raise _fail(f"notes[{i}].instrument", f"{notes[i]['instrument']!r:.40} is not among the "
                                               f"timeline's instruments", file)
+    # a pitched instrument's note has its frequency; only a voice speaks without one (a call)
+    sung = {k for k, f in table.items() if f.get("pitched") is True and f.get("family") != "voice"}
+    i = _first(np.isnan(hz) & np.fromiter((n["instrument"] in sung for n in notes), bool, len(notes)))
+    if i is not None:
+        raise _fail(f"notes[{i}].hz", f"null, but {notes[i]['instrument']!r:.40} is pitched "
+                                      f"(its instruments fact 'pitched'); expected its frequency, Hz",
+                    file)
     i = _first((hz < TUNABLE_HZ[0]) | (hz >= TUNABLE_HZ[1]))        # NaN (unpitched) compares False
     if i is not None:
         raise _fail(f"notes[{i}].hz", f"expected {TUNABLE_HZ[0]:.2f} .. {TUNABLE_HZ[1]:.0f} Hz "
