@@ -1,16 +1,23 @@
-"""Shared fixtures: the repository paths, the compiled default ceremony, running the CLI."""
+"""Shared fixtures: the repository paths, the compiled default ceremony, running the CLI, and the
+expensive things made once a session (tests/cache_support.py): the default build, the 貍首
+renders, the FluidSynth mixes, the browser and the JACK servers.
+
+The suite runs in two phases (README, .ci/run): ``pytest -n 2 -m "not realtime"`` (pytest-xdist,
+the machine's two cores), then ``pytest -m realtime`` alone, so that nothing else loads the CPU
+while those tests time messages over JACK.
+"""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CUES = ROOT / "cues" / "dashe.toml"
+from cache_support import artefact
+from cli_support import DEFAULT_CUES, ROOT, run_cli
 
 # The tests that need the Debian tools of tests/system-deps.sh, marked ``system`` here (not in each
 # file) so that a developer without root runs the rest with ``pytest -m "not system"``; CI runs all.
@@ -18,12 +25,36 @@ DEFAULT_CUES = ROOT / "cues" / "dashe.toml"
 SYSTEM_MODULES = {"test_fluidsynth_mts.py": "fluidsynth", "test_live_jack.py": "jackd",
                   "test_live_judge_jack.py": "jackd", "test_drum_mix.py": "fluidsynth"}
 # Tests that use one of these fixtures (directly or through another fixture):
-SYSTEM_FIXTURES = {"browser": "chromium", "jack": "jackd", "jack_worker": "jackd", "jack_servers": "jackd",
-                   "jack_sync": "jackd", "jack_async": "jackd", "fluid_mix": "fluidsynth",
+SYSTEM_FIXTURES = {"browser": "chromium", "jack": "jackd", "jack_async": "jackd", "jack_worker": "jackd",
+                   "jack_servers": "jackd", "jack_sync": "jackd", "fluid_mixes": "fluidsynth",
                    "phone_video": "ffmpeg, fluidsynth"}
 # Single tests, by function name:
 SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond",
                 "test_killed_score_pdf_keeps_the_previous_pdf": "lilypond"}
+
+# The ``realtime`` tests time MIDI against the wall clock over the synchronous JACK server: they
+# run in a phase of their own, with nothing else on the CPU. (The tests on the asynchronous server
+# alone count what a player sent or logged and time nothing: the play property tests, SIGKILL
+# during live judging.)
+REALTIME_FIXTURES = {"jack"}
+
+
+def pytest_configure(config):
+    # numba (librosa's STFT, onsets and peak picking) caches what it compiles beside librosa's
+    # sources, an index a function: two xdist workers compiling one function at once overwrite
+    # each other's entries, and one then runs the other's code (seen: a segfault in
+    # librosa.util.peak_pick on a fresh venv). Each worker, and the commands it runs, has a cache
+    # folder of its own, kept in the venv as numba's own is.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and "NUMBA_CACHE_DIR" not in os.environ:
+        folder = Path(sys.prefix) / "numba-cache" / worker
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:                              # a read-only Python
+            folder = Path(tempfile.mkdtemp(prefix=f"numba-{worker}-"))
+        os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    # the tests read the packaged data, whatever the host has set
+    os.environ.pop("YUEXUAN_DATA", None)
 
 
 def system_tool(item) -> str | None:
@@ -34,11 +65,53 @@ def system_tool(item) -> str | None:
             or SYSTEM_TESTS.get(getattr(item, "originalname", item.name)))
 
 
+def is_realtime(item) -> bool:
+    return bool(REALTIME_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+# pytest-xdist hands out work units, a unit to a worker, in the order of the collection. A unit is
+# a module (its module-scoped fixtures are then made once), but for the modules in SPREAD, whose
+# tests share nothing costly and go out one by one; the users of the FluidSynth mixes are one unit.
+SPREAD = {"test_kill_commands.py", "test_synth.py", "test_check_rules.py", "test_check_cli.py",
+          "test_bad_input.py", "test_variants.py"}
+UNITS = {"test_drum_mix.py": "fluid-mixes", "test_recording.py": "fluid-mixes"}
+# the units that take longest first (measured), then the rest as collected
+FIRST = ("fluid-mixes", "test_kill_commands.py", "test_beats_evidence.py", "test_beat_s.py",
+         "test_render.py", "test_drum_onsets.py", "test_wheel.py", "test_calls.py", "test_score.py",
+         "test_html_valid.py", "test_properties.py", "test_bells.py", "test_guide.py")
+
+
+def work_unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    name = path.rsplit("/", 1)[-1]
+    return UNITS.get(name) or (nodeid if name in SPREAD else name)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False          # the collection order, as sorted below
+    return WorkUnits(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         tool = system_tool(item)
         if tool:
             item.add_marker(pytest.mark.system(tool))
+        if is_realtime(item):
+            item.add_marker(pytest.mark.realtime)
+    rank = {unit: k for k, unit in enumerate(FIRST)}
+    kind = {}
+    for item in items:
+        unit = work_unit(item.nodeid)
+        kind[item.nodeid] = rank.get(unit, rank.get(item.path.name, len(FIRST)))
+    items.sort(key=lambda item: kind[item.nodeid])     # stable: collected order within a rank
 
 
 @pytest.fixture(scope="session")
@@ -66,19 +139,118 @@ def lishou():
 
 
 @pytest.fixture(scope="session")
-def default_timeline():
-    from yuexuan.compiler import compile_file
-    return compile_file(DEFAULT_CUES)
-
-
-def run_cli(*args, timeout: float = 300, cwd=None, env=None) -> subprocess.CompletedProcess:
-    """Run ``python -m yuexuan ARGS`` in a subprocess; text output captured."""
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "yuexuan", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd or ROOT, env=e)
+def default_timeline(ceremony):
+    """The default cue sheet compiled whole (the same Timeline as ``ceremony``)."""
+    return ceremony
 
 
 @pytest.fixture
 def cli():
     return run_cli
+
+
+# -- artefacts shared by the tests, the xdist workers and later runs (tests/cache_support.py) ----
+# (made by new processes, not forked ones: tests/forkserver.py)
+
+@pytest.fixture(scope="session")
+def artefact_root(request, tmp_path_factory) -> Path:
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir("yuexuan-artefacts"))
+    base = tmp_path_factory.getbasetemp()           # one folder for the run's xdist workers
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "artefacts"
+
+
+@pytest.fixture(scope="session")
+def default_build(artefact_root) -> Path:
+    """The folder ``yuexuan build`` of the default cue sheet wrote, uninterrupted (read only)."""
+    def build(d: Path) -> None:
+        r = run_cli("build", DEFAULT_CUES, "-o", d / "out", timeout=900, fork=False)
+        assert r.returncode == 0, r.stderr
+    return artefact(artefact_root, "build", (), build) / "out"
+
+
+@pytest.fixture(scope="session")
+def lishou_render(artefact_root):
+    """``lishou_render(*options)``: the folder of ``yuexuan render cues/dashe.toml --cues lishou
+    -o lishou.wav --stems stems OPTIONS`` (``r.stdout`` in stdout.txt; read only)."""
+    def get(*options) -> Path:
+        def build(d: Path) -> None:
+            r = run_cli("render", DEFAULT_CUES, "--cues", "lishou", "-o", d / "lishou.wav",
+                        "--stems", d / "stems", *options, timeout=600, fork=False)
+            assert r.returncode == 0, r.stderr
+            (d / "stdout.txt").write_text(r.stdout, encoding="utf-8")
+        return artefact(artefact_root, "lishou-render", tuple(map(str, options)), build)
+    return get
+
+
+@pytest.fixture(scope="session")
+def fluid_mixes(artefact_root) -> dict:
+    """tests/fluid_mix.py's mixes, rendered once (per inputs: tests/cache_support.py)."""
+    from fluid_mix import cached_mixes
+    return cached_mixes(artefact_root)
+
+
+@pytest.fixture(scope="session")
+def fluid_mix(fluid_mixes):
+    """The mix of tests/fluid_mix.py's doc."""
+    return fluid_mixes["mix.wav"]
+
+
+@pytest.fixture(scope="session")
+def fluid_mix_without_drum(fluid_mixes):
+    """The same band, 鼙, song and noise with no 建鼓."""
+    return fluid_mixes["mix-without-drum.wav"]
+
+
+# -- the browser -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory):
+    """Headless Chromium through chromedriver, its console log kept, one a session."""
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--window-size=1280,900"):
+        opts.add_argument(a)
+    opts.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(options=opts,
+                           service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"))
+    drv.set_page_load_timeout(30)
+    yield drv
+    drv.quit()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The session's browser (a ``system`` test), its console log of earlier tests read away."""
+    chromium.get_log("browser")
+    return chromium
+
+
+# -- JACK: one synchronous and one asynchronous private server a session (tests/jack_support.py) --
+
+@pytest.fixture(scope="session")
+def jack():
+    """A synchronous server: an asynchronous JACK2 server drops MIDI when a client runs late on a
+    loaded machine (the measurements are in jack_support.jack_server's docstring)."""
+    from jack_support import jack_server
+    with jack_server(sync=True) as env:
+        yield env
+
+
+@pytest.fixture(scope="session")
+def jack_async():
+    """An asynchronous server, for the tests that SIGKILL a client (a synchronous server wedges
+    then) or whose time-outs kill."""
+    from jack_support import jack_server
+    with jack_server(sync=False) as env:
+        yield env

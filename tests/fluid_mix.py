@@ -19,6 +19,7 @@ the three 建鼓 (struck together); the *true stroke* is when the first of them 
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import shutil
@@ -30,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pytest
 import soundfile as sf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,6 +172,13 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav",
     ``whole``: the whole ceremony (25 min, every cue's band and song, the 陔 and 骜's 建鼓
     strokes too) with the 射节 played as above and the rest on the plan; the truth is the 射节's
     strokes. ``drum=False``: everything but the 建鼓 (no truth: ``true_s`` is empty)."""
+    return build_mixes(work, {name: drum}, seed, whole)[name]
+
+
+def build_mixes(work: Path, variants: dict, seed: int = 14, whole: bool = False) -> dict:
+    """{name: FluidMix} for ``variants`` {file name: with the 建鼓?}, as :func:`build_mix` makes each,
+    the parts rendered once for all of them. (The 射节's 建鼓 notes take no draws of the random
+    generator, so every other part is played the same with or without them.)"""
     work.mkdir(parents=True, exist_ok=True)
     tl = compiled_timeline(work)
     cue = next(c for c in tl["cues"] if c["id"] == CUE)
@@ -191,7 +198,7 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav",
         info = tl["instruments"][name_i]
         if info["family"] == "voice" and name_i != "歌":
             continue                          # the 获者's and 大射正's calls are not the band
-        if info["kind"] == "建鼓" and not drum:
+        if info["kind"] == "建鼓" and not any(variants.values()):
             continue
         t = np.array([n["time"] for n in notes])
         shejie = (t >= c0) & (t <= c1)
@@ -211,32 +218,49 @@ def build_mix(work: Path, seed: int = 14, name: str = "mix.wav",
                           keys, np.array([n["velocity"] for n in notes])))
         gain, delay = at_seat(info, seat)
         arrivals.append((name_i, gain, delay))
-    path = work / name
-    truth = path.with_suffix(".truth.npy")
-    if not (path.exists() and truth.exists()):
+    is_drum = [tl["instruments"][p.instrument]["kind"] == "建鼓" for p in parts]
+    paths = {name: work / name for name in variants}
+    truths = {name: path.with_suffix(".truth.npy") for name, path in paths.items()}
+    if not all(p.exists() and truths[name].exists() for name, p in paths.items()):
         assert shutil.which("fluidsynth"), "fluidsynth is needed (tests/system-deps.sh)"
         assert SF2.exists(), f"{SF2} is needed (fluid-soundfont-gm)"
-        length = int((max(p.times_s.max() + p.durations_s.max() for p in parts) + TAIL_S) * SR)
-        mix = np.zeros(length, dtype=np.float64)
-        first = None                  # (delay s, stem) of the nearest 建鼓
+        mixes, firsts = {}, {}
+        for name, drum in variants.items():
+            used = [p for p, d in zip(parts, is_drum) if drum or not d]
+            length = int((max(p.times_s.max() + p.durations_s.max() for p in used) + TAIL_S) * SR)
+            mixes[name] = np.zeros(length, dtype=np.float64)
+            firsts[name] = None           # (delay s, stem) of the nearest 建鼓
         # one FluidSynth child per part, two at a time (the machine's two cores); each stem is
         # added as it comes, in order, so only the few rendered ahead are held
         with ThreadPoolExecutor(max_workers=2) as pool:
             stems = pool.map(lambda part: render_part(part, work), parts)
-            for y, (name_i, gain, delay) in zip(stems, arrivals):
+            for y, (name_i, gain, delay), drum_part in zip(stems, arrivals, is_drum):
                 i = int(round(delay * SR))
-                m = min(len(y), length - i)
-                mix[i:i + m] += gain * y[:m]
-                if tl["instruments"][name_i]["kind"] == "建鼓" and (first is None or delay < first[0]):
-                    first = (i / SR, y)
-        rms = math.sqrt(float(np.mean(mix * mix)))
-        mix += rms * 10 ** (-NOISE_BELOW_DB / 20) * pink_noise(length, rng)
-        mix *= 0.5 / float(np.abs(mix).max())
-        sf.write(path, mix.astype(np.float32), SR, subtype="FLOAT")
-        np.save(truth, first[0] + sound_starts(first[1], struck - start_tl) if first else
-                np.zeros(0))
-    heard = {p.instrument: p.times_s + delay for p, (_, _, delay) in zip(parts, arrivals)}
-    return FluidMix(path, np.load(truth), planned, float(start_tl), struck, heard)
+                for name, drum in variants.items():
+                    if drum_part and not drum:
+                        continue
+                    mix = mixes[name]
+                    m = min(len(y), len(mix) - i)
+                    mix[i:i + m] += gain * y[:m]
+                    if drum_part and (firsts[name] is None or delay < firsts[name][0]):
+                        firsts[name] = (i / SR, y)
+        noises = {}                       # each mix's noise as if it alone had been made: the
+        for name, mix in mixes.items():   # same for mixes of one length (a slow FFT length)
+            if len(mix) not in noises:
+                noises[len(mix)] = pink_noise(len(mix), copy.deepcopy(rng))
+            rms = math.sqrt(float(np.mean(mix * mix)))
+            mix += rms * 10 ** (-NOISE_BELOW_DB / 20) * noises[len(mix)]
+            mix *= 0.5 / float(np.abs(mix).max())
+            sf.write(paths[name], mix.astype(np.float32), SR, subtype="FLOAT")
+            first = firsts[name]
+            np.save(truths[name], first[0] + sound_starts(first[1], struck - start_tl) if first else
+                    np.zeros(0))
+    out = {}
+    for name, drum in variants.items():
+        heard = {p.instrument: p.times_s + delay for p, (_, _, delay), d in zip(parts, arrivals, is_drum)
+                 if drum or not d}
+        out[name] = FluidMix(paths[name], np.load(truths[name]), planned, float(start_tl), struck, heard)
+    return out
 
 
 def sound_starts(stem: np.ndarray, note_on_s: np.ndarray) -> np.ndarray:
@@ -252,15 +276,19 @@ def sound_starts(stem: np.ndarray, note_on_s: np.ndarray) -> np.ndarray:
     return out
 
 
+MIXES = {"mix.wav": True, "mix-without-drum.wav": False}
 
 
-@pytest.fixture(scope="session")
-def fluid_mix(tmp_path_factory) -> FluidMix:
-    """The mix of this module's doc, rendered once per test session."""
-    return build_mix(tmp_path_factory.mktemp("fluid_mix"))
+def cached_mixes(root: Path) -> dict:
+    """{name: FluidMix} of MIXES (:func:`build_mixes`), made once into an artefact folder under
+    ``root`` (tests/cache_support.py), keyed by this file, FluidSynth's version and the SoundFont
+    too."""
+    from cache_support import artefact, file_digest, tool_version
+    from system_tools import require
 
-
-@pytest.fixture(scope="session")
-def fluid_mix_without_drum(tmp_path_factory) -> FluidMix:
-    """The same band, 鼙, song and noise with no 建鼓, rendered once per test session."""
-    return build_mix(tmp_path_factory.mktemp("fluid_mix_no_drum"), drum=False)
+    require("fluidsynth")
+    assert SF2.exists(), f"{SF2} is needed (fluid-soundfont-gm)"
+    parts = (sorted(MIXES.items()), file_digest(Path(__file__)), file_digest(SF2),
+             tool_version("fluidsynth", "--version"))
+    folder = artefact(root, "fluid-mixes", parts, lambda d: build_mixes(d, MIXES))
+    return build_mixes(folder, MIXES)

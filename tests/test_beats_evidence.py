@@ -19,10 +19,13 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from cli_support import DEFAULT_CUES
+from drum_support import SR, synth_drum
 from system_tools import vnu_command
-from test_check_drum import CUES, SR, synth_drum
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
+
+CUES = str(DEFAULT_CUES)
 
 SVG = "{http://www.w3.org/2000/svg}"
 SOFT, GONE = 40, 62          # the soft stroke (下耦上射's 4th) and the one not played (卿甲's 1st)

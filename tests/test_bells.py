@@ -15,7 +15,7 @@ import pytest
 import soundfile as sf
 from scipy import signal
 
-from conftest import DEFAULT_CUES, ROOT, run_cli
+from cli_support import DEFAULT_CUES, ROOT, run_cli
 
 #: Shen 1987, p. 107: partials of a zhong bell, ratios to the 正鼓 (sui) tone, by the interval
 #: between its two tones.

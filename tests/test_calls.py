@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -21,6 +19,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from cli_support import run_cli
+
 REPO = Path(__file__).resolve().parent.parent
 SHEET = REPO / "cues" / "dashe.toml"
 S7_QUOTES = ("命取矢",)                       # every 取矢 cue quotes the order to collect the arrows
@@ -29,8 +29,7 @@ GONG_HZ = 345.0 / 2                          # 宫 = 黄钟 of the sheet, sung a
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "yuexuan", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd)
+    return run_cli(*args, cwd=cwd)
 
 
 def compile_json(tmp_path: Path, sheet: Path = SHEET, name: str = "t") -> tuple:

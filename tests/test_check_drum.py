@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -21,13 +19,13 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from drum_support import SR, synth_drum
 from yuexuan.check.drum import band, finder
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CUES = str(ROOT / "cues" / "dashe.toml")
-SR = 16000
 LISTENER = "宾"
 # Speed of sound in dry air at θ = 20 °C: c = 331.3 m/s · √(1 + θ/273.15 °C) = 343.2 m/s (the
 # ideal-gas formula of acoustics textbooks, e.g. Kinsler et al., Fundamentals of Acoustics).
@@ -52,21 +50,6 @@ def timeline():
 @pytest.fixture(scope="module")
 def plan(timeline):
     return np.array([b.time for b in timeline.beats if b.cue == "lishou"])
-
-
-def synth_drum(stroke_s: np.ndarray, duration_s: float, seed: int = 5) -> np.ndarray:
-    """Decaying noise bursts with a low thump at the given times (s), over faint noise."""
-    rng = np.random.default_rng(seed)
-    x = rng.normal(0.0, 0.002, int(duration_s * SR))
-    n = int(0.5 * SR)
-    t = np.arange(n) / SR
-    for s in stroke_s:
-        i = int(round(s * SR))
-        burst = (rng.normal(0, 1, n) * np.exp(-t / 0.05)
-                 + 0.8 * np.sin(2 * np.pi * 75 * t) * np.exp(-t / 0.2)) * rng.uniform(0.2, 0.35)
-        m = min(n, len(x) - i)
-        x[i:i + m] += burst[:m]
-    return x
 
 
 @pytest.fixture(scope="module")
@@ -146,13 +129,9 @@ def test_check_judges_by_the_live_drum(capsys, tmp_path, live, plan):
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    d = tmp_path_factory.mktemp("render")
-    r = subprocess.run([sys.executable, "-m", "yuexuan", "render", CUES, "--cues", "lishou",
-                        "-o", str(d / "lishou.wav"), "--stems", str(d / "stems"),
-                        "--sample-rate", str(SR), "--listener", LISTENER], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return d
+def rendered(lishou_render):
+    """``yuexuan render --cues lishou --stems`` at SR from LISTENER's seat (tests/conftest.py)."""
+    return lishou_render("--sample-rate", str(SR), "--listener", LISTENER)
 
 
 @pytest.mark.parametrize("drum", ["建鼓·东", "建鼓·西"])

@@ -8,20 +8,19 @@ travel time; the judgement is `yuexuan check` run on a shot log as a user runs i
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from fluid_mix import CUES, fluid_mix, fluid_mix_without_drum  # noqa: F401  (session fixtures)
+from cli_support import run_cli
+from fluid_mix import CUES
 from yuexuan.check.drum import band as drumband
-
 from yuexuan.check.drum import finder as drumfinder
+
 TOLERANCE_S = 0.010
 
 
-def test_strokes_found_through_bells_song_and_noise(fluid_mix):  # noqa: F811
+def test_strokes_found_through_bells_song_and_noise(fluid_mix):
     m = fluid_mix
     found = drumfinder.find(m.path, m.planned_s, m.start_s)
     al = found.alignment
@@ -42,7 +41,7 @@ def test_strokes_found_through_bells_song_and_noise(fluid_mix):  # noqa: F811
     assert ((found.confidence >= 0) & (found.confidence <= 1)).all()
 
 
-def test_strokes_without_the_recording_start(fluid_mix):  # noqa: F811
+def test_strokes_without_the_recording_start(fluid_mix):
     """Without --audio-start the start is estimated so that the drift is zero at the first
     stroke: the truth less its first stroke's lag, and every stroke found as well."""
     m = fluid_mix
@@ -55,7 +54,7 @@ def test_strokes_without_the_recording_start(fluid_mix):  # noqa: F811
     assert (np.abs(err) <= TOLERANCE_S).sum() >= 0.95 * len(m.planned_s)
 
 
-def test_blocks_do_not_move_a_stroke(fluid_mix):  # noqa: F811
+def test_blocks_do_not_move_a_stroke(fluid_mix):
     """Read in blocks of 7.3 s instead of 20 s, the same strokes at the same times: each block
     is analysed with a second of its neighbours on either side."""
     m = fluid_mix
@@ -73,7 +72,7 @@ def shot_rows(times_s: np.ndarray) -> list[str]:
             for i, t in enumerate(times_s)]
 
 
-def test_check_releases_on_the_heard_drum_and_refuses_off_it(fluid_mix, tmp_path):  # noqa: F811
+def test_check_releases_on_the_heard_drum_and_refuses_off_it(fluid_mix, tmp_path):
     m = fluid_mix
     rng = np.random.default_rng(3)
     true_tl = m.true_s + m.start_s
@@ -89,10 +88,8 @@ def test_check_releases_on_the_heard_drum_and_refuses_off_it(fluid_mix, tmp_path
     log = tmp_path / "shots.csv"
     log.write_text("time,archer,rank,role,target,result,pair,round\n"
                    + "\n".join(shot_rows(times)) + "\n", encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "yuexuan", "check", str(CUES), str(log),
-                        "--format", "json", "--beats-from", str(m.path),
-                        "--audio-start", f"{m.start_s!r}"],
-                       capture_output=True, text=True, timeout=600)
+    r = run_cli("check", CUES, log, "--format", "json", "--beats-from", m.path,
+                "--audio-start", f"{m.start_s!r}", timeout=600)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     reasons = np.array([s["reason"] for s in doc["shots"]])
@@ -106,7 +103,7 @@ def test_check_releases_on_the_heard_drum_and_refuses_off_it(fluid_mix, tmp_path
     assert doc["drum"]["matched"] >= 110 and doc["drum"]["extra"] <= 5
 
 
-def test_no_drum_heard_is_said_not_guessed(fluid_mix_without_drum, tmp_path):  # noqa: F811
+def test_no_drum_heard_is_said_not_guessed(fluid_mix_without_drum, tmp_path):
     """The same mix with no 建鼓: the 鼙, bells and song are not taken for it; check stops with
     one line naming the recording, exit status 2."""
     m = fluid_mix_without_drum
@@ -114,9 +111,7 @@ def test_no_drum_heard_is_said_not_guessed(fluid_mix_without_drum, tmp_path):  #
     log.write_text("time,archer,rank,role,target,result,pair,round\n"
                    + "\n".join(shot_rows(m.planned_s[:4])) + "\n", encoding="utf-8")
     for start in ([], ["--audio-start", f"{m.start_s!r}"]):
-        r = subprocess.run([sys.executable, "-m", "yuexuan", "check", str(CUES), str(log),
-                            "--beats-from", str(m.path), *start],
-                           capture_output=True, text=True, timeout=600)
+        r = run_cli("check", CUES, log, "--beats-from", m.path, *start, timeout=600)
         assert r.returncode == 2 and r.stdout == "", r.stdout
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
         assert str(m.path) in r.stderr and "no drum strokes found" in r.stderr

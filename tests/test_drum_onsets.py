@@ -20,7 +20,7 @@ import pytest
 import soundfile as sf
 from scipy.optimize import linear_sum_assignment
 
-from conftest import ROOT, run_cli
+from cli_support import ROOT, run_cli
 
 SPEED_OF_SOUND_M_S = 343.0
 WINDOW_S = 0.050
@@ -59,14 +59,10 @@ def planned(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module", params=SEATS)
-def stems(request, tmp_path_factory):
+def stems(request, lishou_render):
     """The 貍首 cue rendered with stems from one seat, as a user would run it."""
     seat = request.param
-    d = tmp_path_factory.mktemp("lishou_stems")
-    r = run_cli("render", ROOT / "cues" / "dashe.toml", "-o", d / "lishou.wav", "--cues", "lishou",
-                "--stems", d / "stems", "--listener", seat)
-    assert r.returncode == 0, r.stderr
-    return seat, d / "stems"
+    return seat, lishou_render("--listener", seat) / "stems"     # tests/conftest.py
 
 
 def matched(onsets: np.ndarray, strokes: np.ndarray, window_s: float = WINDOW_S) -> int:

@@ -17,19 +17,14 @@ from pathlib import Path
 import mido
 import pytest
 
-from jack_support import Recorder, diagnosis, jack_server, log_mark
+from jack_support import Recorder, diagnosis, log_mark
+from cli_support import default_sigint
 from yuexuan.compiler import compile_file
 from yuexuan.errors import UserError
 from yuexuan.live.program import window_time
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"
-
-
-@pytest.fixture(scope="module")
-def jack():
-    with jack_server(sync=True) as env:          # synchronous: no MIDI lost on a loaded machine
-        yield env
 
 
 def test_time_forms(ceremony):
@@ -67,7 +62,8 @@ def test_time_forms_of_a_selection(ceremony, compact):
 def _play(env, *args):
     return subprocess.Popen([sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api", "jack",
                              "--port", "rec", *args], env=env, cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
 
 
 def _check_window(msgs, notes, anchor, diag) -> None:

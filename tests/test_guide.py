@@ -12,7 +12,6 @@ import http.server
 import json
 import os
 import re
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -28,8 +27,6 @@ from yuexuan.timeline import to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 CUES = ROOT / "cues" / "dashe.toml"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 
 class RangeHandler(http.server.SimpleHTTPRequestHandler):
@@ -105,26 +102,6 @@ def server(site):
     yield f"http://127.0.0.1:{srv.server_port}"
     srv.shutdown()
     srv.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    opts = Options()
-    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--window-size=1280,900"):
-        opts.add_argument(a)
-    opts.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    opts.binary_location = CHROMIUM
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    drv = webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
 
 
 def _open(browser, url: str) -> None:

@@ -27,8 +27,9 @@ import rtmidi
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
-from jack_support import Recorder, diagnosis, jack_server, log_mark
+from jack_support import Recorder, diagnosis, log_mark
 from osc_support import OscInbox, free_udp_port
+from cli_support import default_sigint
 from yuexuan.compiler import compile_file
 from yuexuan.rite import courtyard
 
@@ -37,12 +38,6 @@ DASHE = ROOT / "cues" / "dashe.toml"
 FROM_S, UNTIL_S = 11.0, 24.0          # 貍首 (selection s): the 上耦's first two shooting 节
 PADS = {"大侯": 36, "参": 38, "干": 40}   # cues/dashe.toml [hits_midi]
 SPEED_M_S = 60.0                       # its arrow_speed_m_s
-
-
-@pytest.fixture(scope="module")
-def jack():
-    with jack_server(sync=True) as env:
-        yield env
 
 
 def _loose(archer: str, time_s: float):
@@ -77,7 +72,7 @@ def test_pads_on_the_targets_are_judged_as_the_schedule_says(jack, tmp_path, mon
              "--osc", str(osc_port), "--osc-out", f"127.0.0.1:{inbox.port}",
              "--shots-log", str(log), "--hits-midi", "pads", "--report", str(report)],
             env=jack, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
         cue_at, _, _ = inbox.wait_for("/yuexuan/cue", 30)
         origin = cue_at - FROM_S                        # ≈ monotonic of selection time 0
         osc = SimpleUDPClient("127.0.0.1", osc_port)

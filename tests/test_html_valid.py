@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import DEFAULT_CUES, run_cli
+from cli_support import DEFAULT_CUES, run_cli
 from system_tools import vnu_command
 
 pytestmark = pytest.mark.system("java, vnu-jar")

@@ -14,6 +14,7 @@ import os
 import numpy as np
 import pytest
 
+from cli_support import default_sigint
 from yuexuan.live import judge as judge_mod
 from yuexuan.scoring import logwrite as logwriter
 from yuexuan.scoring import rules
@@ -299,23 +300,57 @@ with logwriter.ShotLogWriter(sys.argv[1]) as w:
 """
 
 
-@pytest.mark.parametrize("delay_s", [0.5, 0.65, 0.8, 0.95, 1.1, 1.3])
-def test_sigkill_keeps_every_confirmed_row(capsys, tmp_path, saved, delay_s):
-    """SIGKILL at any moment: every row whose write (or rewrite) had returned is in the log, whole
-    and in order, and check reads the log (a cut last line with a warning)."""
+KILL_DELAYS_S = (0.5, 0.65, 0.8, 0.95, 1.1, 1.3)
+
+
+def _killed_writer(log, delay_s: float) -> int:
+    """Run KILLED_WRITER on ``log`` and SIGKILL it ``delay_s`` after its first confirmed row;
+    the number of rows it had confirmed."""
     import signal
     import subprocess
     import sys
+    import threading
     import time
-    log = tmp_path / "live.csv"
     child = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(log)],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    lines, first = [], threading.Event()
+
+    def read():                         # drained all along: a full pipe would stall the writer
+        for line in child.stdout:
+            lines.append(line)
+            first.set()
+        first.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    first.wait(60)
     time.sleep(delay_s)
     child.send_signal(signal.SIGKILL)
-    out, _ = child.communicate()
-    confirmed = int(out.split()[-1]) if out.split() else 0
-    got, err = check_rows(capsys, saved, log) if confirmed else ([], "")
+    child.wait()
+    reader.join()
+    return int(lines[-1]) if lines else 0
+
+
+@pytest.fixture(scope="module")
+def killed_logs(tmp_path_factory) -> dict:
+    """{delay: (log, rows confirmed)}: the writers of every delay run side by side (the kill
+    moments, not the machine's speed, are what the delays vary)."""
+    from concurrent.futures import ThreadPoolExecutor
+    d = tmp_path_factory.mktemp("killed")
+    logs = {delay: d / f"live-{delay}.csv" for delay in KILL_DELAYS_S}
+    with ThreadPoolExecutor(len(logs)) as pool:
+        confirmed = dict(zip(logs, pool.map(_killed_writer, logs.values(), logs)))
+    return {delay: (logs[delay], confirmed[delay]) for delay in logs}
+
+
+@pytest.mark.parametrize("delay_s", KILL_DELAYS_S)
+def test_sigkill_keeps_every_confirmed_row(capsys, killed_logs, saved, delay_s):
+    """SIGKILL at any moment: every row whose write (or rewrite) had returned is in the log, whole
+    and in order, and check reads the log (a cut last line with a warning)."""
+    log, confirmed = killed_logs[delay_s]
+    assert confirmed > 0                                  # killed while writing
+    got, err = check_rows(capsys, saved, log)
     times = [float(g["time"]) for g in got]
     assert times[:confirmed] == [1000.0 + k for k in range(confirmed)], (confirmed, len(got))
     assert len(times) <= confirmed + 1                    # at most the row being written
-    print(f"killed after {delay_s} s: {confirmed} rows confirmed, {len(times)} read back")
+    print(f"killed {delay_s} s after its first row: {confirmed} rows confirmed, {len(times)} read back")

@@ -18,195 +18,57 @@ tests/test_render.py; here render adds SIGINT, stems and the chapter sidecars.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
 import soundfile as sf
 
-ROOT = Path(__file__).resolve().parent.parent
-DASHE = ROOT / "cues" / "dashe.toml"
-sys.path.insert(0, str(ROOT / "bench"))
-from bench_check import make_log  # noqa: E402
-from bench_compile import scaled_sheet  # noqa: E402
+from cache_support import artefact
+from cli_support import DEFAULT_CUES as DASHE
+from cli_support import run_cli
+from kill_support import SIGNALS, case_id, digest, kill_run, old, replaced, running_for, same_as, writing
+from sheet_support import make_log, scaled_sheet
 
-SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGKILL]
-EXIT = {signal.SIGTERM: {143}, signal.SIGKILL: {-signal.SIGKILL},
-        # 130 from the CLI's handler; once in a few hundred runs CPython itself ends the process
-        # by SIGINT (-2) after the handler ran (seen in CI on check while judging) — both report
-        # the interruption, and the outputs are checked the same way below
-        signal.SIGINT: {130, -signal.SIGINT}}
-POLL_S = 0.002
+# The kill points late in a render (writing the audio, the guide after it) are reached with a
+# prepared small input: the timeline of these cues saved as JSON (build and guide read it like a
+# cue sheet), 5 minutes of audio instead of the ceremony's 25. The early points keep the default
+# cue sheet itself.
+SMALL_CUES = "xingong,lishou"
 
 
-def case_id(v) -> str:
-    return getattr(v, "name", str(v))          # SIGTERM, not Signals.SIGTERM
-
-
-# -- kill points ---------------------------------------------------------------------------------
-
-def _catches(pid: int, sig: int) -> bool:
-    """True once process ``pid`` has a handler for ``sig`` (the CLI installs SIGTERM's just before
-    running the command: from then on the command is working)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    mask = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:"))
-    return bool(mask >> (sig - 1) & 1)
-
-
-def running_for(seconds: float):
-    """The command has been running (past start-up and argument parsing) for ``seconds``."""
-    state = {}
-
-    def ready(proc) -> bool:
-        if "t" not in state:
-            if _catches(proc.pid, signal.SIGTERM):
-                state["t"] = time.monotonic()
-            return False
-        return time.monotonic() - state["t"] >= seconds
-    return ready
-
-
-def writing(target: Path, after_s: float = 0.0, min_bytes: int = 0):
-    """A temporary file ``.NAME.*`` beside ``target`` exists (with ``min_bytes`` in it) and has
-    for ``after_s``: the command is writing ``target``."""
-    state = {}
-
-    def ready(proc) -> bool:
-        if "t" not in state:
-            if target.parent.is_dir() and any(
-                    p.name.startswith(f".{target.name}.") and p.stat().st_size >= min_bytes
-                    for p in target.parent.iterdir()):
-                state["t"] = time.monotonic()
-            return False
-        return time.monotonic() - state["t"] >= after_s
-    return ready
-
-
-def replaced(target: Path, after_s: float = 0.0):
-    """``target`` is no longer the file it was when the command started (its new version is in)."""
-    state = {}
-
-    def ready(proc) -> bool:
-        if "ino" not in state:
-            state["ino"] = target.stat().st_ino
-        if "t" not in state:
-            if target.exists() and target.stat().st_ino != state["ino"]:
-                state["t"] = time.monotonic()
-            return False
-        return time.monotonic() - state["t"] >= after_s
-    return ready
-
-
-# -- running and judging -------------------------------------------------------------------------
-
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-@dataclass
-class Outcome:
-    rc: int
-    stderr: str
-    kill_at_s: float
-    files: dict = field(default_factory=dict)     # path -> "old" | "new"
-
-    def summary(self) -> str:
-        new = sorted(str(p.name) for p, s in self.files.items() if s == "new")
-        return (f"killed at {self.kill_at_s:.2f} s, exit {self.rc}; "
-                f"{len(self.files) - len(new)} old, {len(new)} new {new if new else ''}")
-
-
-def kill_run(argv: list, sig: int, ready: Callable, outputs: dict, *, dirs: list,
-             env: dict | None = None, limit_s: float = 120.0) -> Outcome:
-    """Write the previous ``outputs`` ({path: (old bytes, check_new)}), run ``yuexuan ARGV``,
-    send ``sig`` once ``ready(proc)`` and judge the result as the module docstring says.
-
-    ``check_new(bytes)`` returns True when the bytes are a complete, valid new output. ``dirs``
-    are the folders the outputs live in: after the run they may hold nothing else.
-    """
-    for p, (old, _) in outputs.items():
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(old)
-    err_path = Path(dirs[0]).parent / f"stderr-{os.getpid()}-{time.monotonic_ns()}.txt"
-    e = dict(os.environ)
-    e.update(env or {})
-    with open(err_path, "w+", encoding="utf-8") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "yuexuan", *map(str, argv)], cwd=ROOT,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=e)
-        t0 = time.monotonic()
-        try:
-            while not ready(proc):
-                if proc.poll() is not None:
-                    err.seek(0)
-                    pytest.fail(f"exit {proc.returncode} before the kill point: {err.read()[-2000:]}")
-                if time.monotonic() - t0 > limit_s:
-                    pytest.fail(f"no kill point within {limit_s} s")
-                time.sleep(POLL_S)
-            kill_at = time.monotonic() - t0
-            proc.send_signal(sig)
-            rc = proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        err.seek(0)
-        stderr = err.read()
-    err_path.unlink()
-    out = Outcome(rc, stderr, kill_at)
-    assert "Traceback" not in stderr, stderr
-    finished = rc == 0
-    assert finished or rc in EXIT[sig], f"exit {rc} after {sig.name}: {stderr}"
-    for p, (old, check_new) in outputs.items():
-        data = p.read_bytes()
-        if data == old and not finished:
-            out.files[p] = "old"
-        else:
-            assert check_new(data), f"{p} is neither the previous file nor a complete new one"
-            out.files[p] = "new"
-    left = sorted(q for d in dirs for q in Path(d).rglob("*") if q.is_file() and q not in outputs)
-    if sig == signal.SIGKILL and not finished:
-        assert all(q.name.startswith(".") for q in left), left
-    else:
-        assert left == [], f"left behind: {left}"
-    print(f"{argv[0]} {sig.name}: {out.summary()}")
-    return out
-
-
-def same_as(reference: bytes | str) -> Callable:
-    """A check that the new bytes equal ``reference`` (bytes, or the hex SHA-256 of them)."""
-    want = reference if isinstance(reference, str) else digest(reference)
-    return lambda data: digest(data) == want
-
-
-def old(name: str) -> bytes:
-    return f"previous {name}\n".encode()
+def tree_digests(folder: Path) -> dict:
+    """{relative path: SHA-256} of every file under ``folder``."""
+    return {str(p.relative_to(folder)): digest(p.read_bytes()) for p in folder.rglob("*") if p.is_file()}
 
 
 # -- build: every output of the default ceremony into one folder ---------------------------------
 
 @pytest.fixture(scope="module")
-def build_reference(tmp_path_factory) -> dict:
-    """``yuexuan build`` of the default ceremony, uninterrupted: {relative path: SHA-256}."""
-    out = tmp_path_factory.mktemp("build-ref") / "out"
-    r = subprocess.run([sys.executable, "-m", "yuexuan", "build", str(DASHE), "-o", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    ref = {str(p.relative_to(out)): digest(p.read_bytes()) for p in out.rglob("*") if p.is_file()}
-    assert {"dashe.mid", "dashe.json", "dashe.flac", "guide/index.html"} <= set(ref)
-    return ref
+def small_input(artefact_root) -> Path:
+    """SMALL_CUES of the default cue sheet, their timeline saved as ``dashe.json``."""
+    def build(d: Path) -> None:
+        r = run_cli("compile", DASHE, "--cues", SMALL_CUES, "-o", d / "dashe.mid", "--timeline",
+                    d / "dashe.json", fork=False)
+        assert r.returncode == 0, r.stderr
+    return artefact(artefact_root, "kill-input", (SMALL_CUES,), build) / "dashe.json"
+
+
+@pytest.fixture(scope="module")
+def references(default_build, small_input, artefact_root) -> dict:
+    """Each input → what an uninterrupted ``yuexuan build`` of it writes: {relative path: SHA-256}."""
+    def build(d: Path) -> None:
+        r = run_cli("build", small_input, "-o", d / "out", fork=False)     # a new process (forkserver.py)
+        assert r.returncode == 0, r.stderr
+    small = artefact(artefact_root, "kill-build", (SMALL_CUES,), build) / "out"
+    refs = {DASHE: tree_digests(default_build), small_input: tree_digests(small)}
+    for ref in refs.values():
+        assert {"dashe.mid", "dashe.json", "dashe.flac", "guide/index.html"} <= set(ref)
+    return refs
 
 
 BUILD_POINTS = {
@@ -214,16 +76,17 @@ BUILD_POINTS = {
     "rendering": lambda out: writing(out / "dashe.flac", after_s=0.3),
     "guide": lambda out: replaced(out / "dashe.flac"),
 }
-# every signal early; the later points (seconds each) with some of the signals
+# every signal early; the later points (seconds each) with some of the signals, on the small input
 BUILD_CASES = [(s, "compiling") for s in SIGNALS] + [
     (signal.SIGTERM, "rendering"), (signal.SIGKILL, "rendering"), (signal.SIGINT, "guide")]
 
 
 @pytest.mark.parametrize("sig,point", BUILD_CASES, ids=case_id)
-def test_killed_build_leaves_each_file_old_or_complete(build_reference, tmp_path, sig, point):
+def test_killed_build_leaves_each_file_old_or_complete(references, small_input, tmp_path, sig, point):
+    cues = DASHE if point == "compiling" else small_input
     out = tmp_path / "out"
-    outputs = {out / rel: (old(rel), same_as(h)) for rel, h in build_reference.items()}
-    o = kill_run(["build", DASHE, "-o", out], sig, BUILD_POINTS[point](out), outputs, dirs=[out])
+    outputs = {out / rel: (old(rel), same_as(h)) for rel, h in references[cues].items()}
+    o = kill_run(["build", cues, "-o", out], sig, BUILD_POINTS[point](out), outputs, dirs=[out])
     states = {str(p.relative_to(out)): s for p, s in o.files.items()}
     assert states["dashe.json"] == "old" or states["dashe.mid"] == "new"     # written in that order
     if point in ("compiling", "rendering"):        # the audio takes seconds more
@@ -240,9 +103,8 @@ SHOTS_N = 300_000
 
 
 @pytest.fixture(scope="module")
-def shot_log(tmp_path_factory) -> Path:
-    from yuexuan.compiler import compile_file
-    beats = np.array([b.time for b in compile_file(DASHE).beats])
+def shot_log(tmp_path_factory, ceremony) -> Path:
+    beats = np.array([b.time for b in ceremony.beats])
     p = tmp_path_factory.mktemp("shots") / "shots.csv"
     make_log(p, SHOTS_N, beats)
     return p
@@ -321,19 +183,22 @@ GUIDE_POINTS = {
     "writing-audio": lambda out: writing(out / "dashe.flac", after_s=0.2),
     "site": lambda out: replaced(out / "dashe.flac"),
 }
+# every signal early in the default ceremony's render; the points after it on the small input
 GUIDE_CASES = [(s, "rendering") for s in SIGNALS] + [
     (signal.SIGTERM, "site"), (signal.SIGINT, "writing-audio"), (signal.SIGKILL, "writing-audio")]
 
 
 @pytest.mark.parametrize("sig,point", GUIDE_CASES, ids=case_id)
-def test_killed_guide_leaves_each_file_old_or_complete(build_reference, tmp_path, sig, point):
+def test_killed_guide_leaves_each_file_old_or_complete(references, small_input, tmp_path, sig, point):
     # the standalone guide writes what build writes into guide/, plus the render's chapter sidecars
     # beside its audio (the same files build writes beside its own)
+    cues = DASHE if point == "rendering" else small_input
+    build_reference = references[cues]
     ref = {rel.removeprefix("guide/"): h for rel, h in build_reference.items() if rel.startswith("guide/")}
     ref.update({n: build_reference[n] for n in ("dashe.vtt", "dashe.cue")})
     out = tmp_path / "site"
     outputs = {out / rel: (old(rel), same_as(h)) for rel, h in ref.items()}
-    o = kill_run(["guide", DASHE, "-o", out], sig, GUIDE_POINTS[point](out), outputs, dirs=[out])
+    o = kill_run(["guide", cues, "-o", out], sig, GUIDE_POINTS[point](out), outputs, dirs=[out])
     if point != "site":
         assert o.files[out / "dashe.flac"] == "old" and o.files[out / "index.html"] == "old"
 
@@ -416,14 +281,12 @@ def test_killed_render_keeps_mix_sidecars_and_stems(tmp_path, sig):
 
 # -- play: SIGINT, SIGTERM and SIGKILL mid-show, with --report, over a private JACK server --------
 
-@pytest.fixture(scope="module")
-def jack_servers():
-    """Two private JACK servers: synchronous (no MIDI lost when a client is late, so "nothing left
-    sounding" can be checked) and asynchronous (a synchronous one wedges when a client is
-    SIGKILLed); tests/jack_support.py has the measurements."""
-    from jack_support import jack_server
-    with jack_server(sync=True) as sync_env, jack_server() as async_env:
-        yield {True: sync_env, False: async_env}
+@pytest.fixture
+def jack_servers(jack, jack_async):
+    """The session's two private JACK servers (tests/conftest.py): synchronous (no MIDI lost when a
+    client is late, so "nothing left sounding" can be checked) and asynchronous (a synchronous one
+    wedges when a client is SIGKILLed); tests/jack_support.py has the measurements."""
+    return {True: jack, False: jack_async}
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=case_id)
@@ -431,7 +294,7 @@ def test_killed_play_reports_and_leaves_nothing_sounding(jack_servers, tmp_path,
     """SIGINT and SIGTERM end the show (exit 130, as an operator's Ctrl-C): all notes off, then the
     report of the show so far replaces the previous one. SIGKILL leaves the previous report."""
     from jack_support import Recorder
-    from test_live_jack import Play, _assert_nothing_left_sounding, _msgs, _note_ons
+    from play_support import Play, as_messages, assert_nothing_left_sounding, note_ons
 
     jack = jack_servers[sig != signal.SIGKILL]
     rep_dir = tmp_path / "report"
@@ -454,9 +317,9 @@ def test_killed_play_reports_and_leaves_nothing_sounding(jack_servers, tmp_path,
                 play.proc.wait()
         err = play.proc.stderr.read()
     finally:
-        msgs = _msgs(rec.stop())
+        msgs = as_messages(rec.stop())
     assert "Traceback" not in err, err
-    assert len(_note_ons(msgs)) > 10                      # it was playing
+    assert len(note_ons(msgs)) > 10                      # it was playing
     assert [p.name for p in rep_dir.iterdir()] == ["r.json"]
     if sig == signal.SIGKILL:
         assert rc == -signal.SIGKILL
@@ -469,5 +332,5 @@ def test_killed_play_reports_and_leaves_nothing_sounding(jack_servers, tmp_path,
     assert doc["timing_ms"]["count"] > 10
     late = [m for t, m in msgs if m.type == "note_on" and m.velocity and t > sent + 0.05]
     assert not late, f"{len(late)} notes began after the signal"
-    _assert_nothing_left_sounding(msgs)
+    assert_nothing_left_sounding(msgs)
     print(f"play {sig.name}: exit {rc}; report new, {doc['sent']} messages sent")

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
-from bench_compile import scaled_sheet  # noqa: E402
+from cli_support import DEFAULT_CUES, popen, yuexuan_argv
+from kill_support import POLL_S, running_for
+from sheet_support import scaled_sheet
 
 
 @pytest.fixture(scope="module")
 def big_sheet(tmp_path_factory):
-    """A sheet with 100× the roster: several seconds to compile, so it can be caught mid-way."""
+    """A sheet with 100× the roster: seconds to compile, so it can be caught mid-way."""
     p = tmp_path_factory.mktemp("big") / "big.toml"
-    p.write_text(scaled_sheet((ROOT / "cues" / "dashe.toml").read_text(encoding="utf-8"), 100), encoding="utf-8")
+    p.write_text(scaled_sheet(DEFAULT_CUES.read_text(encoding="utf-8"), 100), encoding="utf-8")
     return p
 
 
@@ -28,9 +26,12 @@ def test_killed_compile_keeps_old_outputs(big_sheet, tmp_path, sig):
     mid, js = tmp_path / "o.mid", tmp_path / "o.json"
     mid.write_bytes(b"old midi")
     js.write_bytes(b"old json")
-    proc = subprocess.Popen([sys.executable, "-m", "yuexuan", "compile", str(big_sheet), "-o", str(mid),
-                             "--timeline", str(js)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)                       # python start-up + parsing; the compile takes longer
+    proc = popen(yuexuan_argv("compile", big_sheet, "-o", mid, "--timeline", js),
+                 stderr=subprocess.PIPE, text=True)
+    ready = running_for(0.5)              # past python's start-up and the parsing: compiling
+    while not ready(proc):
+        assert proc.poll() is None, "compile finished before it could be interrupted"
+        time.sleep(POLL_S)
     assert proc.poll() is None, "compile finished before it could be interrupted"
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)

@@ -1,6 +1,9 @@
 """Live driver, in process: scheduler, programme split, show commands, sync codes, operator screen.
 
-The over-the-wire checks (JACK, a separate recording process) are in test_live_jack.py.
+The show runs on virtual time (tests/clock_support.py): its messages go out exactly at their
+deadlines, so the state machine is checked apart from the machine's load. The scheduler's tests
+here and the over-the-wire checks (JACK, a separate recording process) in test_live_jack.py run
+on the real clock.
 """
 
 from __future__ import annotations
@@ -12,10 +15,9 @@ import mido
 import numpy as np
 import pytest
 
-from yuexuan.live import show as live
-
+from clock_support import VirtualClock
 from yuexuan.live import operator
-
+from yuexuan.live import show as live
 from yuexuan.live import timecode as sync
 from yuexuan.errors import UserError
 from yuexuan.live.program import build_program
@@ -60,15 +62,16 @@ def _messages(tl: Timeline) -> list:
 
 
 class Sink:
-    """A send function recording (monotonic s, bytes)."""
+    """A send function recording (show clock s, bytes)."""
 
-    def __init__(self):
+    def __init__(self, clock):
+        self.clock = clock
         self.rows = []
         self.lock = threading.Lock()
 
     def __call__(self, data) -> bool:
         with self.lock:
-            self.rows.append((time.monotonic(), tuple(data)))
+            self.rows.append((self.clock(), tuple(data)))
         return True
 
     def msgs(self):
@@ -88,10 +91,16 @@ def _balanced(msgs) -> bool:
         m.type == "note_on" for _, m in msgs)
 
 
-def _show(sink, cue_ids=None, **opts):
+def _show(send, cue_ids=None, vclock=None, **opts):
+    """A show of the hand-made timeline on a virtual clock (``vclock``, else ``send.clock``). Its
+    lead (from the first command to the first message) is 1/16 s, a binary fraction like every
+    note time here, so that virtual deadlines and their differences are exact in floating point."""
+    vclock = vclock or send.clock
     tl = _timeline()
     prog = build_program(tl, _messages(tl), cue_ids)
-    return tl, live.Show(prog, sink, live.ShowOptions(lead_s=0.05, **opts))
+    show = live.Show(prog, send, live.ShowOptions(lead_s=0.0625, **opts), clock=vclock)
+    vclock.attach(show)
+    return tl, show
 
 
 # -- scheduler -------------------------------------------------------------------------------
@@ -161,10 +170,10 @@ def test_program_rejects_unknown_cue_and_empty_window():
 
 # -- the show --------------------------------------------------------------------------------
 def test_auto_plays_every_note_at_its_timeline_time_and_ends_silent():
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink, auto=True)
     show.start()
-    assert show.done.wait(15)
+    assert sink.clock.run(show.done.is_set, 15)
     show.shutdown()
     msgs = sink.msgs()
     (cues, anchor), = show.anchors
@@ -179,15 +188,15 @@ def test_auto_plays_every_note_at_its_timeline_time_and_ends_silent():
 
 
 def test_go_soft_stop_ends_at_next_phrase_then_go_starts_next_cue():
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink)
     show.start()
     assert show.status().state == "waiting"
     assert show.go() == "GO a"
-    time.sleep(1.3)                          # inside phrase 2 (1.0–2.0 s)
+    sink.clock.advance(1.3)                          # inside phrase 2 (1.0–2.0 s)
     text = show.soft_stop()
     assert "2.00" in text and show.status().state == "stopping"
-    time.sleep(1.0)
+    sink.clock.advance(1.0)
     assert show.status().state == "waiting"
     (_, anchor_a), = show.anchors
     msgs = sink.msgs()
@@ -197,7 +206,7 @@ def test_go_soft_stop_ends_at_next_phrase_then_go_starts_next_cue():
     assert last_off == pytest.approx(2.0, abs=0.02)        # the drone released at the boundary
     assert _balanced(msgs)
     assert show.go() == "GO b"
-    assert show.done.wait(5)
+    assert sink.clock.run(show.done.is_set, 5)
     show.shutdown()
     cues_b, anchor_b = show.anchors[-1]
     assert cues_b == ("b",)
@@ -208,18 +217,18 @@ def test_go_soft_stop_ends_at_next_phrase_then_go_starts_next_cue():
 
 
 def test_hold_releases_notes_and_resume_shifts_the_rest_by_the_hold():
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink, ["a"], auto=True)
     show.start()
-    time.sleep(0.05 + 0.6)
+    sink.clock.advance(show.options.lead_s + 0.6)
     assert show.hold() == "held"
-    held_at = time.monotonic()
+    held_at = sink.clock()
     n_held = len(sink.msgs())
-    time.sleep(0.5)
+    sink.clock.advance(0.5)
     assert len(sink.msgs()) == n_held                       # silence while held
     assert show.resume() == "resumed"
-    hold_s = time.monotonic() - held_at
-    assert show.done.wait(15)
+    hold_s = sink.clock() - held_at
+    assert sink.clock.run(show.done.is_set, 15)
     show.shutdown()
     msgs = sink.msgs()
     assert _balanced(msgs[:n_held])                         # hold released what sounded
@@ -234,24 +243,24 @@ def test_hold_releases_notes_and_resume_shifts_the_rest_by_the_hold():
 
 
 def test_panic_silences_everything_now():
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink)
     show.start()
     show.go()
-    time.sleep(0.6)
+    sink.clock.advance(0.6)
     n_before = len(sink.msgs())
     assert show.panic().startswith("PANIC")
     after = sink.msgs()[n_before:]
     assert {m.channel for _, m in after if m.type == "control_change" and m.control == 123} == {0, 1}
     assert _balanced(sink.msgs())
-    time.sleep(0.5)
+    sink.clock.advance(0.5)
     assert not [m for _, m in sink.msgs()[n_before:] if m.type == "note_on"]
     assert show.status().state == "stopped"
     show.shutdown()
 
 
 def test_incoming_midi_triggers_and_msc():
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink, msc_device=3)
     go, stop = sync.parse_trigger("cc:64"), sync.parse_trigger("note:36@10")
     show.start()
@@ -259,15 +268,15 @@ def test_incoming_midi_triggers_and_msc():
                         stop) is None                       # pedal half-way: nothing
     assert show.midi_in(mido.Message("control_change", control=64, value=127).bytes(), go,
                         stop) == "GO a"
-    time.sleep(0.3)
+    sink.clock.advance(0.3)
     assert show.midi_in(mido.Message("note_on", channel=9, note=36, velocity=90).bytes(), go,
                         stop).startswith("soft stop")
-    time.sleep(1.0)
+    sink.clock.advance(1.0)
     assert show.status().state == "waiting"
     other = sync.msc_message("go", 5, 2).bytes()
     assert show.midi_in(other, go, stop) is None            # another device's GO
     assert show.midi_in(sync.msc_message("go", 0x7F, 2).bytes(), go, stop) == "GO b"
-    time.sleep(0.2)
+    sink.clock.advance(0.2)
     assert show.midi_in(sync.msc_message("all_off", 3).bytes(), go, stop).startswith("PANIC")
     show.shutdown()
     gos = [m for _, m in sink.msgs() if m.type == "sysex" and sync.parse_msc(m, 3)]
@@ -277,17 +286,17 @@ def test_incoming_midi_triggers_and_msc():
 
 def test_lost_port_drops_then_resends_setup_on_return():
     ok = {"v": True}
-    sink = Sink()
+    sink = Sink(VirtualClock())
 
     def send(data):
         return sink(data) if ok["v"] else False
 
-    tl, show = _show(send, ["a"], auto=True, clock=True)
+    tl, show = _show(send, ["a"], vclock=sink.clock, auto=True, clock=True)
     show.start()
-    time.sleep(0.4)
+    sink.clock.advance(0.4)
     ok["v"] = False
     show.port_changed("lost")
-    time.sleep(0.4)
+    sink.clock.advance(0.4)
     n = len(sink.msgs())
     # the port lets messages through again only inside port_changed, under the show's lock: the
     # setup (tuning, programs) goes out before any scheduled note
@@ -295,7 +304,7 @@ def test_lost_port_drops_then_resends_setup_on_return():
     resent = [m for _, m in sink.msgs()[n:n + 5]]
     assert resent[0].type == "sysex" and resent[1].type == "program_change"
     assert show.dropped > 0
-    assert show.done.wait(15)
+    assert sink.clock.run(show.done.is_set, 15)
     show.shutdown()
     assert "gone" in " ".join(show.status().notices)
     # the clock ran on through the loss: after the return its pulses keep cue a's beat
@@ -367,13 +376,13 @@ def test_msc_round_trip_and_trigger_parsing():
 
 # -- operator screen -------------------------------------------------------------------------
 def test_status_screen_names_the_moment_and_the_next_cue():
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink)
     show.start()
     text = operator.render(show.status())
     assert "WAITING" in text and "NEXT  a" in text and "GO when 宾升" in text
     show.go()
-    time.sleep(0.2)
+    sink.clock.advance(0.2)
     text = operator.render(show.status())
     assert "NOW   a  奏肆夏" in text and "「奏肆夏」" in text
     assert "乐阕) when 主人答拜" in text and "NEXT  b" in text and "GO when 工升自西阶" in text
@@ -414,16 +423,16 @@ def test_play_user_errors(args, says):
 
 
 def test_clock_stops_on_hold_and_continues_on_resume():
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink, ["a"], auto=True, clock=True, clock_beat_s=0.5, mtc_fps=25)
     show.start()
-    time.sleep(0.6)
+    sink.clock.advance(0.6)
     show.hold()
     n_hold = len(sink.rows)
-    time.sleep(0.3)
+    sink.clock.advance(0.3)
     assert len(sink.rows) == n_hold                   # no pulses, no quarter frames while held
     show.resume()
-    time.sleep(0.4)
+    sink.clock.advance(0.4)
     show.shutdown()
     kinds = [d[0] for _, d in sink.rows if d[0] in (0xFA, 0xFB, 0xFC)]
     assert kinds == [0xFA, 0xFC, 0xFB, 0xFC]          # start, hold, resume, end
@@ -451,10 +460,10 @@ def _median_gap(pulses, lo, hi) -> float:
 
 def test_clock_follows_each_cues_beat_in_auto_mode():
     """Show time is timeline time: cue a's beat_s until b starts (5.0 s), then b's."""
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink, auto=True, clock=True, from_s=3.0)
     show.start()
-    assert show.done.wait(15)
+    assert sink.clock.run(show.done.is_set, 15)
     show.shutdown()
     (_, anchor), = show.anchors
     pulses = _pulses(sink) - anchor                        # timeline seconds
@@ -472,16 +481,16 @@ def test_clock_follows_each_cues_beat_in_auto_mode():
 
 
 def test_clock_follows_the_cue_of_each_go_and_a_bpm_overrides():
-    sink = Sink()
+    sink = Sink(VirtualClock())
     tl, show = _show(sink, clock=True)
     show.start()
     show.go()
-    time.sleep(0.9)
+    sink.clock.advance(0.9)
     show.soft_stop()                                       # ends a at 1.0 s; the clock goes on
-    time.sleep(0.6)
+    sink.clock.advance(0.6)
     assert show.status().state == "waiting"
     show.go()
-    assert show.done.wait(5)
+    assert sink.clock.run(show.done.is_set, 5)
     show.shutdown()
     (_, anchor_a), (_, anchor_b) = show.anchors
     go_b = anchor_b + tl.cues[1].start
@@ -490,10 +499,10 @@ def test_clock_follows_the_cue_of_each_go_and_a_bpm_overrides():
     assert _median_gap(pulses, go_b, pulses[-1] + 1) == pytest.approx(BEAT_B_S / 24, abs=5e-4)
     assert pulses[pulses >= go_b - 0.001][0] - go_b < 0.003   # b's first beat has a pulse
 
-    fixed = Sink()
+    fixed = Sink(VirtualClock())
     tl, show = _show(fixed, ["b"], auto=True, clock=True, clock_beat_s=0.25)
     show.start()
-    assert show.done.wait(10)
+    assert fixed.clock.run(show.done.is_set, 10)
     show.shutdown()
     pulses = _pulses(fixed)
     assert _median_gap(pulses, pulses[0], pulses[-1] + 1) == pytest.approx(0.25 / 24, abs=5e-4)

@@ -8,22 +8,18 @@ timeline 0 to. Expected notes come from the compiled Timeline itself.
 from __future__ import annotations
 
 import json
-import queue
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections import Counter
 from pathlib import Path
 
-import mido
 import numpy as np
 import pytest
 import rtmidi
 
-from jack_support import Recorder, diagnosis, jack_server, log_mark
+from jack_support import Recorder, diagnosis, log_mark
+from play_support import Play, as_messages, assert_nothing_left_sounding, note_ons
 from yuexuan.live import timecode as sync
 from yuexuan.compiler import compile_file
 from yuexuan.timeline import save_json, select
@@ -33,86 +29,11 @@ DASHE = ROOT / "cues" / "dashe.toml"
 FROM_S, UNTIL_S = 40.0, 55.0          # a 15 s slice of the 224 s 貍首 cue
 
 
-@pytest.fixture(scope="module")
-def jack():
-    # synchronous: an asynchronous JACK2 server drops MIDI when a client runs late on a loaded
-    # machine (the measurements are in jack_support.jack_server's docstring)
-    with jack_server(sync=True) as env:
-        yield env
-
-
 @pytest.fixture
 def jack_diag(jack):
     """``jack_diag()``: the server's mode and the xruns it logged during this test."""
     mark = log_mark(jack)
     return lambda: diagnosis(jack, mark)
-
-
-class Play:
-    """``yuexuan play`` in a subprocess, its stdout lines readable with a timeout."""
-
-    def __init__(self, env, *args, report: Path, sheet: Path = DASHE):
-        self.report = report
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "yuexuan", "play", str(sheet), "--api", "jack",
-             "--report", str(report), *args],
-            env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
-        self.lines: queue.Queue = queue.Queue()
-        self.seen: list = []
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def expect(self, pattern: str, timeout: float = 10.0) -> str:
-        end = time.monotonic() + timeout
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no line matching {pattern!r}; saw {self.seen}")
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                continue
-            self.seen.append(line)
-            if re.search(pattern, line):
-                return line
-
-    def say(self, word: str) -> float:
-        self.proc.stdin.write(word + "\n")
-        self.proc.stdin.flush()
-        return time.monotonic()
-
-    def finish(self, timeout: float = 30.0) -> tuple[int, str, dict]:
-        rc = self.proc.wait(timeout)
-        err = self.proc.stderr.read()
-        return rc, err, json.loads(self.report.read_text())
-
-
-def _msgs(rows):
-    return [(t, mido.Message.from_bytes(d)) for t, d in rows]
-
-
-def _note_ons(msgs):
-    return [(t, m) for t, m in msgs if m.type == "note_on" and m.velocity > 0]
-
-
-def _assert_nothing_left_sounding(msgs):
-    """Every note-on closed by a note-off, and CC 123 on every channel used, after the last on."""
-    open_ = Counter()
-    for _, m in msgs:
-        if m.type == "note_on" and m.velocity > 0:
-            open_[(m.channel, m.note)] += 1
-        elif m.type in ("note_on", "note_off") and open_[(m.channel, m.note)] > 0:
-            open_[(m.channel, m.note)] -= 1
-    assert not +open_, f"left sounding: {dict(+open_)}"
-    ons = _note_ons(msgs)
-    last_on = max(t for t, _ in ons)
-    cc123 = {m.channel for t, m in msgs
-             if m.type == "control_change" and m.control == 123 and t >= last_on}
-    assert {m.channel for _, m in ons} <= cc123
 
 
 def _errors_ms(notes, ons, anchor, diag=lambda: ""):
@@ -145,13 +66,13 @@ def test_lishou_slice_arrives_complete_and_on_time(jack, jack_diag, lishou, tmp_
                     "--until", str(UNTIL_S), "--auto", report=tmp_path / "r.json")
         rc, err, report = play.finish(60)
     finally:
-        msgs = _msgs(rec.stop())
+        msgs = as_messages(rec.stop())
     assert rc == 0, err
     (anchor_row,) = report["anchors"]
     anchor = anchor_row["anchor_monotonic"]
     expected = [n for n in lishou.notes if FROM_S <= n.time < UNTIL_S]
     assert len(expected) > 100
-    ons = _note_ons(msgs)
+    ons = note_ons(msgs)
     err_ms = _errors_ms(expected, ons, anchor, jack_diag)
     p95 = np.percentile(np.abs(err_ms), 95)
     figures = (f"lishou {FROM_S}-{UNTIL_S} s over JACK/64: {len(err_ms)} notes, arrival error "
@@ -163,7 +84,7 @@ def test_lishou_slice_arrives_complete_and_on_time(jack, jack_diag, lishou, tmp_
     first_on = ons[0][0]
     tuning = [t for t, m in msgs if m.type == "sysex" and list(m.data[:4]) == [0x7F, 0x7F, 8, 2]]
     assert tuning and max(tuning) < first_on           # MTS tuning before the first note
-    _assert_nothing_left_sounding(msgs)
+    assert_nothing_left_sounding(msgs)
 
 
 def test_sigint_mid_cue_leaves_nothing_sounding(jack, tmp_path):
@@ -177,11 +98,11 @@ def test_sigint_mid_cue_leaves_nothing_sounding(jack, tmp_path):
         play.proc.send_signal(signal.SIGINT)
         rc, err, report = play.finish(15)
     finally:
-        msgs = _msgs(rec.stop())
+        msgs = as_messages(rec.stop())
     assert rc == 130 and "interrupted; all notes off" in err
     assert not [m for t, m in msgs if m.type == "note_on" and m.velocity and t > sent + 0.05]
-    assert len(_note_ons(msgs)) > 10
-    _assert_nothing_left_sounding(msgs)
+    assert len(note_ons(msgs)) > 10
+    assert_nothing_left_sounding(msgs)
     # --pitch-bend: no MTS tuning, a bend on the channel just before each pitched note
     assert not [m for _, m in msgs if m.type == "sysex"]
     last_bend = {}
@@ -213,7 +134,7 @@ def test_operator_go_soft_stop_go_panic(jack, jack_diag, tmp_path):
         panic_said = play.say("panic")
         rc, err, report = play.finish(15)
     finally:
-        msgs = _msgs(rec.stop())
+        msgs = as_messages(rec.stop())
     assert rc == 0, err
     a1, a2 = (r["anchor_monotonic"] for r in report["anchors"])
     assert [r["cues"] for r in report["anchors"]] == [["sixia_bin"], ["sixia_gong"]]
@@ -221,7 +142,7 @@ def test_operator_go_soft_stop_go_panic(jack, jack_diag, tmp_path):
     # it arrives, none after it
     boundary = min(p for p in first.phrases if p > stop_said - a1)
     go2 = a2 + second.start                                    # when the second cue began
-    ons1 = [(t, m) for t, m in _note_ons(msgs) if t < go2 - 0.001]
+    ons1 = [(t, m) for t, m in note_ons(msgs) if t < go2 - 0.001]
     err = _errors_ms([n for n in tl.notes if n.cue == first.id and n.time < boundary], ons1, a1,
                      jack_diag)
     # secondary timing check (the Done-when p95 ≤ 3 ms is test_lishou_slice's): 10 ms bounds a
@@ -232,11 +153,11 @@ def test_operator_go_soft_stop_go_panic(jack, jack_diag, tmp_path):
     last_release = max(t for t, m in msgs if m.type == "note_off" and t < go2 - 0.001)
     assert last_release - a1 <= boundary + 0.003
     # GO: the second cue's notes at their times from its GO; panic silences it at once
-    ons2 = [(t, m) for t, m in _note_ons(msgs) if t >= go2 - 0.001]
+    ons2 = [(t, m) for t, m in note_ons(msgs) if t >= go2 - 0.001]
     expected2 = [n for n in tl.notes if n.cue == second.id and a2 + n.time < panic_said]
     assert ons2 and len(ons2) >= len(expected2) - 2
     assert not [t for t, _ in ons2 if t > panic_said + 0.05]
-    _assert_nothing_left_sounding(msgs)
+    assert_nothing_left_sounding(msgs)
 
 
 def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeypatch):
@@ -261,7 +182,7 @@ def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeyp
         play.proc.send_signal(signal.SIGTERM)
         rc, err, report = play.finish(15)
     finally:
-        msgs = _msgs(rec.stop())
+        msgs = as_messages(rec.stop())
         pedal.close_port()
         pedal.delete()
     assert rc == 130, err
@@ -301,7 +222,7 @@ def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeyp
     assert np.percentile(off, 50) < 0.003 and off.max() < 0.030, (
         f"MTC cycle offsets p50 {np.percentile(off, 50) * 1e3:.2f} ms, max {off.max() * 1e3:.2f} ms; "
         f"{jack_diag()}")
-    _assert_nothing_left_sounding(msgs)
+    assert_nothing_left_sounding(msgs)
 
 
 def test_clock_follows_each_cues_beat_from_a_saved_timeline(jack, jack_diag, tmp_path):
@@ -328,7 +249,7 @@ def test_clock_follows_each_cues_beat_from_a_saved_timeline(jack, jack_diag, tmp
                     sheet=saved)
         rc, err, report = play.finish(60)
     finally:
-        msgs = _msgs(rec.stop())
+        msgs = as_messages(rec.stop())
     assert rc == 0, err
     (anchor_row,) = report["anchors"]
     # --auto: timeline time t is due at anchor + t; each pulse in timeline seconds
@@ -360,21 +281,21 @@ def test_port_lost_and_back(jack, tmp_path):
                     "--auto", report=tmp_path / "r.json")
         play.expect(r"^playing lishou")
         time.sleep(1.5)
-        first = _msgs(rec.stop())
+        first = as_messages(rec.stop())
         play.expect(r"has gone", 5)
         second = Recorder(jack, "rec", tmp_path / "b.jsonl")
         play.expect(r"is back", 5)
         rc, err, report = play.finish(30)
     finally:
-        later = _msgs(second.stop()) if second else []
+        later = as_messages(second.stop()) if second else []
         rec.kill()
     assert rc == 0, err
     assert report["dropped"] > 0 and "dropped while the port was gone" in err
-    assert _note_ons(first) and _note_ons(later)
+    assert note_ons(first) and note_ons(later)
     # tuning re-sent before anything else (a note could once slip out between the reconnection
     # and the setup: the port is now held until the show has re-sent it)
     assert later[0][1].type == "sysex", [m.type for _, m in later[:5]]
-    _assert_nothing_left_sounding(later)
+    assert_nothing_left_sounding(later)
 
 
 def test_list_ports_and_missing_port(jack, tmp_path):

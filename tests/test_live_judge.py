@@ -14,6 +14,7 @@ import mido
 import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
+from clock_support import VirtualClock
 from yuexuan.live.judge import Judge, round_rosters
 from yuexuan.scoring.logwrite import ShotLogWriter
 from yuexuan.scoring.rules import rules_for
@@ -197,43 +198,47 @@ def test_live_call_is_the_first_compiled_call_and_compiled_calls_are_left_out(li
                 and mido.Message.from_bytes(list(e.data)).velocity in (100, 60)]
 
 
-# -- the show's position, live calls on its send path ----------------------------------------------
+# -- the show's position, live calls on its send path (on virtual time: tests/clock_support.py) ---
 class Sink:
-    def __init__(self):
+    def __init__(self, clock):
+        self.clock = clock
         self.rows, self.lock = [], threading.Lock()
 
     def __call__(self, data) -> bool:
         with self.lock:
-            self.rows.append((time.monotonic(), tuple(data)))
+            self.rows.append((self.clock(), tuple(data)))
         return True
 
 
 def _small_show(lishou, sink, **hooks):
     program = build_program(lishou, timeline_messages(lishou), None, 11.0, 16.0)
-    return JudgedShow(program, sink, live.ShowOptions(auto=True, from_s=11.0, until_s=16.0),
-                    beats=lishou.beats, **hooks)
+    show = JudgedShow(program, sink, live.ShowOptions(auto=True, from_s=11.0, until_s=16.0),
+                      beats=lishou.beats, clock=sink.clock, **hooks)
+    sink.clock.attach(show)
+    return show
 
 
 def test_position_runs_with_the_show_and_stands_still_while_held(lishou):
-    sink, beats = Sink(), []
-    show = _small_show(lishou, sink, on_beat=lambda b: beats.append((time.monotonic(), b)))
-    assert show.timeline_s(time.monotonic()) is None            # before the start
+    clock = VirtualClock()
+    sink, beats = Sink(clock), []
+    show = _small_show(lishou, sink, on_beat=lambda b: beats.append((clock(), b)))
+    assert show.timeline_s(clock()) is None            # before the start
     show.start()
     try:
         (_, anchor), = show.anchors
-        now = time.monotonic()
+        now = clock()
         assert show.timeline_s(now) == pytest.approx(now - anchor)
         assert show.timeline_s(now) == pytest.approx(11.0 - show.options.lead_s, abs=0.05)
-        time.sleep(1.0)
+        clock.advance(1.0)
         show.hold()
-        frozen = show.timeline_s(time.monotonic())
-        time.sleep(0.3)
-        assert show.timeline_s(time.monotonic()) == frozen      # held: time stands still
+        frozen = show.timeline_s(clock())
+        clock.advance(0.3)
+        assert show.timeline_s(clock()) == frozen      # held: time stands still
         show.resume()
-        assert show.timeline_s(time.monotonic()) == pytest.approx(frozen, abs=0.01)
-        assert show.done.wait(10)
-        ended = show.timeline_s(time.monotonic())                # the run has ended: it stands
-        assert ended >= 16.0 and show.timeline_s(time.monotonic() + 60) == ended
+        assert show.timeline_s(clock()) == pytest.approx(frozen, abs=0.01)
+        assert clock.run(show.done.is_set, 10)
+        ended = show.timeline_s(clock())                # the run has ended: it stands
+        assert ended >= 16.0 and show.timeline_s(clock() + 60) == ended
     finally:
         show.shutdown()
     # the 射节 strokes of the window went to on_beat at their times, after the hold too
@@ -244,19 +249,20 @@ def test_position_runs_with_the_show_and_stands_still_while_held(lishou):
 
 
 def test_a_call_sounds_now_and_panic_releases_it(lishou):
-    sink = Sink()
+    clock = VirtualClock()
+    sink = Sink(clock)
     show = _small_show(lishou, sink)
     calls = live_calls.call_templates(lishou, timeline_messages(lishou))
     show.start()
     try:
         n = len(sink.rows)
-        asked = time.monotonic()
+        asked = clock()
         assert show.sound_call(calls["获"])
         first_t, first = sink.rows[n]
         assert first == calls["获"][0].data and first_t - asked < 0.005
-        time.sleep(0.2)
+        clock.advance(0.2)
         show.panic()
-        time.sleep(1.3)                  # the 商 would have come 1.1 s after the 宫
+        clock.advance(1.3)                  # the 商 would have come 1.1 s after the 宫
     finally:
         show.shutdown()
     sent = [d for _, d in sink.rows[n:]]

@@ -23,8 +23,9 @@ import mido
 import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
-from jack_support import Recorder, diagnosis, jack_server, log_mark
+from jack_support import Recorder, diagnosis, log_mark
 from osc_support import OscInbox, free_udp_port
+from cli_support import default_sigint
 from yuexuan.live import osc
 from yuexuan.formats.midimessages import assign_tracks
 
@@ -39,7 +40,7 @@ def _play(env, osc_port, out_port, log, report, *extra):
          "--from", str(FROM_S), "--auto", "--osc", str(osc_port), "--osc-out",
          f"127.0.0.1:{out_port}", "--shots-log", str(log), "--report", str(report), *extra],
         env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
 
 
 def _check_csv(log: Path) -> tuple[list, subprocess.CompletedProcess]:
@@ -220,7 +221,7 @@ def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
              "--cues", "sixia_bin,sixia_gong", "--osc", f"127.0.0.1:{osc_port}", "--osc-out",
              f"127.0.0.1:{inbox.port}"],
             env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
         threading.Thread(target=lambda: lines.extend(line.rstrip() for line in play.stdout),
                          daemon=True).start()
 
@@ -263,17 +264,8 @@ def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
     assert ons and not [t for t in ons if t > panic_at + 0.1]
 
 
-@pytest.fixture(scope="module")
-def jack_sync():
-    # synchronous: an asynchronous JACK2 server drops MIDI when a client runs late on a loaded
-    # machine (tests/jack_support.py)
-    with jack_server(sync=True) as env:
-        mark = log_mark(env)
-        yield env, (lambda: diagnosis(env, mark))
-
-
-@pytest.fixture(scope="module")
-def jack_async():
-    # asynchronous: a synchronous server wedges when a client is SIGKILLed (jack_support.py)
-    with jack_server(sync=False) as env:
-        yield env
+@pytest.fixture
+def jack_sync(jack):
+    """The session's synchronous server (tests/conftest.py) and what its log says of this test."""
+    mark = log_mark(jack)
+    return jack, (lambda: diagnosis(jack, mark))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from conftest import DEFAULT_CUES, ROOT
+from cli_support import DEFAULT_CUES, ROOT
 from yuexuan.audio import render
 from yuexuan.audio.plan import Options
 from yuexuan.compiler import compile_path
@@ -194,26 +194,6 @@ def test_drawing_marks_the_places(default):
     assert x_of(there) > x_of(home)
     attendants = {g.get("data-attendant") for g in root.findall(".//s:g[@class='yx-attendant']", ns)}
     assert {"乐正", "小乐正"} <= attendants
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """Headless Chromium through chromedriver (a `system` test: tests/conftest.py)."""
-    import shutil
-
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options as ChromeOptions
-    from selenium.webdriver.chrome.service import Service
-
-    opts = ChromeOptions()
-    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1280,900",
-              f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        opts.add_argument(a)
-    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    drv = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"))
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
 
 
 def test_the_guide_marks_where_they_are_during_a_cue(browser, tmp_path, default):

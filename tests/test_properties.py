@@ -6,45 +6,12 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from pathlib import Path
 
 import mido
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
 
+from property_support import mutated_sheet
 from yuexuan import cli
-
-ROOT = Path(__file__).resolve().parent.parent
-GOOD = (ROOT / "cues" / "dashe.toml").read_text(encoding="utf-8")
-LINES = GOOD.splitlines(keepends=True)
-VALUE = re.compile(r"(=\s*)([^\n#]+)")
-
-garbage = st.one_of(
-    st.integers(min_value=-10**12, max_value=10**12).map(str),
-    st.floats(allow_nan=True, allow_infinity=True).map(lambda f: repr(f).replace("inf", "inf").lower()),
-    st.text(alphabet="黄钟诸侯鹿鸣x.[]{}=\"' 0-9,", max_size=12).map(lambda s: f'"{s}"'),
-    st.text(max_size=10),
-    st.sampled_from(["true", "[]", "{}", "[1, 2]", '""', "-0.0", "1e308", "nan", "-inf"]),
-)
-
-
-@st.composite
-def mutated_sheet(draw):
-    lines = list(LINES)
-    for _ in range(draw(st.integers(1, 3))):
-        i = draw(st.integers(0, len(lines) - 1))
-        op = draw(st.sampled_from(["value", "delete", "duplicate", "truncate"]))
-        if op == "value" and VALUE.search(lines[i]):
-            lines[i] = VALUE.sub(lambda m: m.group(1) + draw(garbage), lines[i], count=1)
-            if not lines[i].endswith("\n"):
-                lines[i] += "\n"
-        elif op == "delete":
-            del lines[i]
-        elif op == "duplicate":
-            lines.insert(i, lines[i])
-        else:
-            lines[i] = lines[i][: draw(st.integers(0, len(lines[i])))] + "\n"
-    return "".join(lines)
-
 
 def run(argv):
     err = io.StringIO()

@@ -2,7 +2,7 @@
 complete, parseable verdict, or fail with exit status 2 and one line naming the file — never a
 traceback, a hang, or a partial or temporary file beside ``-o``.
 
-Commands run in :class:`CliWorker`, a long-lived child process that runs ``cli.main`` once per
+Commands run in :class:`cli_support.CliWorker`, a long-lived child process that runs ``cli.main`` once per
 request (imports paid once, not per example); every request has a timeout, after which the
 child is killed and the example fails as a hang. ``YX_EXAMPLES`` raises the example counts for a
 deep local run (e.g. ``YX_EXAMPLES=400``).
@@ -11,144 +11,16 @@ deep local run (e.g. ``YX_EXAMPLES=400``).
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import json
 import math
-import os
-import queue
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from test_properties import mutated_sheet   # the cue-sheet mutations of the compile property
-
-ROOT = Path(__file__).resolve().parent.parent
-CUES = ROOT / "cues" / "dashe.toml"
-EXAMPLES = int(os.environ.get("YX_EXAMPLES", "0")) or None
-PREVIOUS = b"previous output\n"
-
-
-def examples(default: int) -> int:
-    """``default`` examples in CI; ``YX_EXAMPLES`` for a deep local run."""
-    return EXAMPLES or default
-
-
-# -- the worker: cli.main in a child process, one request at a time, with a timeout ---------------
-
-class Hang(AssertionError):
-    pass
-
-
-class CliWorker:
-    """A child process running ``yuexuan`` commands in-process on request.
-
-    ``run(argv, timeout)`` returns ``(code, stdout, stderr)``, where ``code`` is the exit status
-    the real CLI would give (``SystemExit`` codes included) or ``"traceback"`` with the traceback
-    as ``stderr`` for any other exception. A request that takes longer than ``timeout`` kills the
-    child and raises :class:`Hang`; the next request starts a fresh child.
-    """
-
-    def __init__(self, env: dict | None = None):
-        self.env = env
-        self.proc = None
-        self.answers: queue.Queue = queue.Queue()
-
-    def _start(self):
-        env = dict(self.env or os.environ, PYTHONPATH=str(ROOT))
-        self.proc = subprocess.Popen([sys.executable, __file__, "worker"], cwd=ROOT, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
-        answers = self.answers = queue.Queue()
-        out = self.proc.stdout
-
-        def pump():
-            for line in out:
-                answers.put(line)
-            answers.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-
-    def run(self, argv, timeout: float = 60.0):
-        if self.proc is None or self.proc.poll() is not None:
-            self._start()
-        self.proc.stdin.write(json.dumps([str(a) for a in argv]) + "\n")
-        self.proc.stdin.flush()
-        try:
-            line = self.answers.get(timeout=timeout)
-        except queue.Empty:
-            self.close()
-            raise Hang(f"yuexuan {' '.join(map(str, argv))}: no answer within {timeout} s") from None
-        if line is None:
-            code = self.proc.wait()
-            self.proc = None
-            raise AssertionError(f"yuexuan {' '.join(map(str, argv))}: the process died ({code})")
-        a = json.loads(line)
-        return a["code"], a["stdout"], a["stderr"]
-
-    def close(self):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-
-def _serve() -> None:
-    """The child's loop: one JSON argv a line in, one JSON answer a line out."""
-    import contextlib
-    import traceback
-
-    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)                         # stray writes to fd 1 must not corrupt the answers
-    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)                      # commands see an empty stdin (play reads its keys there)
-    sys.stdin = open(os.devnull, encoding="utf-8")
-    from yuexuan import cli
-    for line in requests:
-        argv = json.loads(line)
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = cli.main(argv)
-            except SystemExit as exc:                     # argparse
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            except BaseException:
-                code = "traceback"
-                err.write(traceback.format_exc())
-        proto.write(json.dumps({"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
-                    + "\n")
-        proto.flush()
-
-
-_WORKER = None
-
-
-def worker() -> CliWorker:
-    """The module's shared worker (closed at exit)."""
-    global _WORKER
-    if _WORKER is None:
-        import atexit
-        _WORKER = CliWorker()
-        atexit.register(_WORKER.close)
-    return _WORKER
-
-
-def assert_clean_failure(command: str, code, err: str, files) -> None:
-    """Exit 2 with exactly one line on stderr (compiler warnings aside), naming one of
-    ``files`` (or an option, such as ``--from``, given there); or exit 0. Never a traceback."""
-    assert code != "traceback", err
-    assert code in (0, 2), (code, err)
-    assert "Traceback" not in err, err
-    if code == 2:
-        lines = [ln for ln in err.splitlines() if ": warning: " not in ln]
-        assert len(lines) == 1, err
-        assert lines[0].startswith(f"yuexuan {command}: "), err
-        assert any(str(f) in lines[0] for f in files), (lines[0], files)
+from property_support import (CUES, PREVIOUS, ROOT, assert_clean_failure, examples, mutated_sheet,
+                              mutated_timeline, small_timeline, worker)
 
 
 def leftovers(folder: Path) -> list:
@@ -418,74 +290,6 @@ def test_check_any_cue_sheet(tmp_path_factory, sheet, fmt):
     assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
 
 
-# -- mutated saved timelines (the JSON contract read back by check and play) ----------------------
-
-JSON_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
-                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6),
-                      st.lists(st.integers(), max_size=2), st.just({}))
-
-
-def _like(value):
-    """Values of the same JSON type as ``value``."""
-    if isinstance(value, bool):
-        return st.booleans()
-    if isinstance(value, int):
-        return st.integers(-200, 10**6)
-    if isinstance(value, float):
-        return st.floats(-1e6, 1e12, allow_nan=False, allow_infinity=False)
-    if isinstance(value, str):
-        return st.one_of(st.text(max_size=6), st.sampled_from(["lishou", "round3_quhou", "建鼓·东", ""]))
-    if isinstance(value, list):
-        return st.just(value[:1] * 3 if value else [])
-    return st.just({} if isinstance(value, dict) else value)
-
-
-@st.composite
-def mutated_timeline(draw, base: dict):
-    """The JSON text of ``base`` (a timeline dict) with a few values replaced, keys removed,
-    or the text cut short."""
-    doc = json.loads(json.dumps(base))
-    for _ in range(draw(st.integers(1, 3))):
-        # walk down to a random container
-        node = doc
-        for _depth in range(4):
-            keys = list(node.keys()) if isinstance(node, dict) else list(range(len(node)))
-            if not keys:
-                break
-            k = draw(st.sampled_from(keys[:40]))
-            child = node[k]
-            if isinstance(child, (dict, list)) and child and draw(st.booleans()):
-                node = child
-                continue
-            op = draw(st.sampled_from(["value", "same type", "same type", "delete"]))
-            if op == "value":
-                node[k] = draw(JSON_JUNK)
-            elif op == "same type":         # well-formed but odd: negative, huge, empty …
-                node[k] = draw(_like(child))
-            elif isinstance(node, dict):
-                del node[k]
-            else:
-                node.pop(k)
-            break
-    text = json.dumps(doc, ensure_ascii=False)
-    if draw(st.integers(0, 9)) == 0:
-        text = text[:draw(st.integers(0, len(text)))]
-    return text
-
-
-@functools.lru_cache(maxsize=1)
-def small_timeline() -> dict:
-    """A short timeline dict (貍首's first notes and beats) to mutate."""
-    from yuexuan.compiler import compile_file
-    from yuexuan.timeline import to_dict
-    d = to_dict(compile_file(CUES, ["round3_quhou", "lishou"]))
-    d["notes"], d["beats"] = d["notes"][:12], d["beats"][:12]
-    for c in d["cues"]:
-        c["phrases"] = c["phrases"][:3]
-    d["instruments"] = {k: d["instruments"][k] for k in list(d["instruments"])[:3]}
-    return d
-
-
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_check_any_saved_timeline(tmp_path_factory, data):
@@ -514,6 +318,3 @@ def saved_timeline(tmp_path_factory):
     save_json(compile_file(CUES), p)
     return p
 
-
-if __name__ == "__main__" and sys.argv[1:] == ["worker"]:
-    _serve()

@@ -4,7 +4,7 @@ Any mutated cue sheet either gives complete outputs (read back here: the audio w
 the site's JSON, SVG and captions, the play report) or fails with exit status 2 and one line
 naming the sheet — never a traceback, a hang, or a partial or temporary file; on failure the
 previous outputs in the folder are left byte for byte. Commands run in a child process with a
-timeout per run (see test_properties_check.CliWorker). Short selections (``--cues ao`` …) and
+timeout per run (see cli_support.CliWorker). Short selections (``--cues ao`` …) and
 8 kHz keep CI cost low; examples whose compiled selection would run past a few minutes of
 audio (a mutated ``open_ended_seconds``) are set aside, as their cost is that of a real render,
 not a robustness question. ``YX_EXAMPLES`` raises the counts for a deep local run.
@@ -22,10 +22,9 @@ import pytest
 import soundfile as sf
 from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
 
-from jack_support import jack_server
-from test_properties import mutated_sheet
-from test_properties_check import (PREVIOUS, CliWorker, assert_clean_failure, examples, mutated_timeline,
-                                    small_timeline, worker)
+from cli_support import CliWorker
+from property_support import (PREVIOUS, assert_clean_failure, examples, mutated_sheet, mutated_timeline,
+                              small_timeline, worker)
 
 SELECTIONS = ["ao", "round3_quhou", "round1_quhou", "sixia_bin"]
 MAX_AUDIO_S = 300.0          # longer selections are set aside (see the module docstring)
@@ -133,14 +132,14 @@ def test_guide_any_sheet(tmp_path_factory, sheet, cue):
 # -- play --auto -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def jack_worker():
-    """A worker whose commands see a private JACK server (tests/jack_support.py)."""
-    with jack_server() as env:
-        w = CliWorker(env=env)
-        try:
-            yield w
-        finally:
-            w.close()
+def jack_worker(jack_async):
+    """A worker whose commands see the session's asynchronous private JACK server (the worker's
+    time-outs kill: tests/conftest.py, tests/jack_support.py)."""
+    w = CliWorker(env=jack_async)
+    try:
+        yield w
+    finally:
+        w.close()
 
 
 WINDOW_S = 1.0

@@ -42,7 +42,7 @@ def sheet_with(default_cues, tmp_path, rank, edit=lambda t: t):
 def compiled(tmp_path_factory, default_cues):
     """{rank: (timeline JSON dict, CLI result)}, each compiled by the CLI from a copy of the default
     sheet with only ``rank`` changed."""
-    from conftest import run_cli
+    from cli_support import run_cli
     out = {}
     for rank in PIECE:
         d = tmp_path_factory.mktemp(rank)

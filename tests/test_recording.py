@@ -182,19 +182,13 @@ ON_S, OFF_S = (-0.030, -0.015, 0.0, 0.015, 0.030), (-0.400, -0.250, -0.200, 0.20
 
 
 @pytest.fixture(scope="module")
-def phone_video(tmp_path_factory):
+def phone_video(fluid_mix, tmp_path_factory):
     """tests/fluid_mix.py's mix (drum, 鼙, bells, choir, pink noise 20 dB down; drummer 0.8 % slow,
     8 ms jitter) as the sound track of an MP4 video made by ffmpeg: AAC at 128 kbit/s beside an
     MPEG-4 picture, as a phone would record the range."""
-    from fluid_mix import build_mix
-
-    require("ffmpeg", "fluidsynth")             # they make the mix and the MP4
-    base = tmp_path_factory.getbasetemp()
-    # the mix another test of this run rendered already (tests/fluid_mix.py's fixture), if any:
-    # build_mix reuses a finished render (its truth file is written last)
-    done = sorted(base.glob("fluid_mix*/mix.truth.npy"))
-    mix = build_mix(done[0].parent if done else base / "fluid_mix_shared")
-    mp4 = mix.path.with_name("phone.mp4")
+    require("ffmpeg")
+    mix = fluid_mix
+    mp4 = tmp_path_factory.mktemp("phone") / "phone.mp4"
     subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
                     "color=c=gray:s=160x120:r=10", "-i", str(mix.path), "-shortest",
                     "-c:v", "mpeg4", "-c:a", "aac", "-b:a", "128k", str(mp4)],

@@ -23,6 +23,7 @@ import pytest
 import soundfile as sf
 from scipy import signal as sps
 
+from cli_support import popen, run_cli, yuexuan_argv
 from yuexuan.audio import render
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
 
@@ -33,8 +34,7 @@ DEFAULT_CUES = ROOT / "cues" / "dashe.toml"
 
 
 def _cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yuexuan", *map(str, args)], capture_output=True,
-                          text=True, timeout=600, cwd=ROOT)
+    return run_cli(*args, timeout=600)
 
 
 def _true_peak_db(x: np.ndarray) -> float:
@@ -63,13 +63,10 @@ def _courtyard_distance(seat: str, instrument: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def lishou(tmp_path_factory):
-    """The 貍首 cue (round 3, the 射节) rendered by the CLI with stems."""
-    d = tmp_path_factory.mktemp("lishou")
-    out = d / "lishou.wav"
-    r = _cli("render", DEFAULT_CUES, "-o", out, "--cues", "lishou", "--stems", d / "stems")
-    assert r.returncode == 0, r.stderr
-    return d, out, r.stdout
+def lishou(lishou_render):
+    """The 貍首 cue (round 3, the 射节) rendered by the CLI with stems (tests/conftest.py)."""
+    d = lishou_render()
+    return d, d / "lishou.wav", (d / "stdout.txt").read_text(encoding="utf-8")
 
 
 def test_jiangu_stem_has_an_onset_on_every_beat(lishou, default_timeline):
@@ -343,9 +340,8 @@ def test_killed_render_keeps_the_previous_file(tmp_path, sig):
     out = tmp_path / "dashe.flac"
     old = b"previous render " * 4096
     out.write_bytes(old)
-    proc = subprocess.Popen([sys.executable, "-m", "yuexuan", "render", str(DEFAULT_CUES), "-o", str(out),
-                             "--cues", "luming,xingong"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = popen(yuexuan_argv("render", DEFAULT_CUES, "-o", out, "--cues", "luming,xingong"),
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     partial = []
     while time.monotonic() < deadline and proc.poll() is None:
@@ -365,21 +361,20 @@ def test_killed_render_keeps_the_previous_file(tmp_path, sig):
     assert not out.with_suffix(".vtt").exists()
 
 
-def test_build_writes_the_ceremony_audio_with_chapters(tmp_path, cli, default_timeline):
+def test_build_writes_the_ceremony_audio_with_chapters(default_build, default_timeline):
     """The README's first command: ``yuexuan build cues/dashe.toml -o out`` writes dashe.flac with
-    dashe.vtt and dashe.cue, the whole ceremony long, one chapter per cue."""
-    r = cli("build", DEFAULT_CUES, "-o", tmp_path)
-    assert r.returncode == 0, r.stderr
-    info = sf.info(tmp_path / "dashe.flac")
+    dashe.vtt and dashe.cue, the whole ceremony long, one chapter per cue (the build: tests/conftest.py)."""
+    out = default_build
+    info = sf.info(out / "dashe.flac")
     assert info.samplerate == SR and info.channels == 2
     assert default_timeline.duration <= info.duration <= default_timeline.duration + 12
-    vtt = (tmp_path / "dashe.vtt").read_text("utf-8")
+    vtt = (out / "dashe.vtt").read_text("utf-8")
     assert vtt.count(" --> ") == len(default_timeline.cues)
-    sheet = (tmp_path / "dashe.cue").read_text("utf-8")
+    sheet = (out / "dashe.cue").read_text("utf-8")
     assert sheet.count("TRACK ") == len(default_timeline.cues)
     # 鹿鸣 is sung: a stretch of it is far from silent, read back from the FLAC
     cue = default_timeline.cue("luming")
-    with sf.SoundFile(tmp_path / "dashe.flac") as f:
+    with sf.SoundFile(out / "dashe.flac") as f:
         f.seek(int((cue.start + 30) * SR))
         seg = f.read(SR * 5)
     assert 20 * np.log10(np.sqrt((seg ** 2).mean())) > -40

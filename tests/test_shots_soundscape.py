@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from cli_support import run_cli
 
 from yuexuan.cli import main
 
@@ -284,9 +284,8 @@ def test_render_follows_the_log(tmp_path):
     for name, extra in (("log", ("--shots", log)), ("strings", ())):
         stems = tmp_path / f"stems_{name}"
         # in a process of its own, as a user runs it
-        r = subprocess.run([sys.executable, "-m", "yuexuan", "render", str(CUES), "--cues", "round2_rest",
-                            "-o", str(tmp_path / f"{name}.wav"), "--stems", str(stems),
-                            "--sample-rate", "8000", *map(str, extra)], capture_output=True, text=True)
+        r = run_cli("render", CUES, "--cues", "round2_rest", "-o", tmp_path / f"{name}.wav",
+                    "--stems", stems, "--sample-rate", "8000", *extra)
         assert r.returncode == 0, r.stderr
         audio, sr = sf.read(stems / "获者.wav")
         level = np.abs(audio).max(axis=1) if audio.ndim > 1 else np.abs(audio)
