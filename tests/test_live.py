@@ -467,6 +467,9 @@ def test_clock_follows_each_cues_beat_in_auto_mode():
     show.shutdown()
     (_, anchor), = show.anchors
     pulses = _pulses(sink) - anchor                        # timeline seconds
+    # the 3 ms bounds below hold on virtual time (tests/clock_support.py), where a pulse goes out
+    # at its deadline; on a loaded machine's real clock one came 3.3 ms late (timing over JACK:
+    # test_live_jack.py)
     assert _median_gap(pulses, 3.0, 5.0) == pytest.approx(BEAT_A_S / 24, abs=5e-4)
     assert _median_gap(pulses, 5.0, 7.0) == pytest.approx(BEAT_B_S / 24, abs=5e-4)
     assert pulses[0] == pytest.approx(3.0, abs=0.003)     # the first at the start of the run
