@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from yuexuan.live import osc
 from yuexuan.live.calls import HUO, CallEvent
+from yuexuan.live.health import LOG_FAILING, LOG_NONE, LOG_OK, InputHealth
 from yuexuan.live.judge import Judge, JudgedShot, RoundEnd, ShotError
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 from yuexuan.timeline import Cue, Timeline
@@ -88,6 +89,8 @@ class Hub:
         self.round_ends: list[RoundEnd] = []      # RoundEnd records, as announced
         self.call_lag_s: list[float] = []      # shot arrival → its call's first message sent, s
         self.unlogged = 0
+        self.logged = 0
+        self._log_failing = False
 
     # -- input -------------------------------------------------------------------------------
     def deliver(self, record: osc.Record) -> None:
@@ -195,7 +198,11 @@ class Hub:
             self.log.write(j.row)
         except OSError as exc:
             self.unlogged += 1
+            self._log_failing = True
             self._say(f"NOT LOGGED shot {j.number}: {exc.strerror}")
+        else:
+            self.logged += 1
+            self._log_failing = False
 
     def _tell(self, j: JudgedShot) -> None:
         if self.out is not None:
@@ -232,6 +239,13 @@ class Hub:
             ended = {e.round: e for e in self.round_ends}
             tallies = [tally_line(t, t["round"] in ended) for t in self._tallies()]
             return list(self._recent) + tallies
+
+    def health(self) -> InputHealth:
+        """The input's and the log's counts now (:class:`yuexuan.live.health.InputHealth`)."""
+        with self._lock:
+            state = LOG_NONE if self.log is None else LOG_FAILING if self._log_failing else LOG_OK
+            return InputHealth(bad=len(self.bad), log_state=state, logged=self.logged,
+                               unlogged=self.unlogged)
 
     # -- the end ---------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
