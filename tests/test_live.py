@@ -184,7 +184,11 @@ def test_auto_plays_every_note_at_its_timeline_time_and_ends_silent():
     err = np.array([t for t, _ in got]) - np.array([t for t, _ in want])
     assert np.all(err >= 0) and np.median(err) < 0.005
     assert _balanced(msgs)
-    assert [m.control for _, m in msgs if m.type == "control_change"] == [123, 123]
+    # CC 123 and CC 120 on all 16 channels before anything else (what a killed run left), then
+    # CC 123 on the two channels used at the end
+    assert [(m.control, m.channel) for _, m in msgs[:32]] == [
+        (cc, ch) for ch in range(16) for cc in (123, 120)]
+    assert [m.control for _, m in msgs[32:] if m.type == "control_change"] == [123, 123]
 
 
 def test_go_soft_stop_ends_at_next_phrase_then_go_starts_next_cue():

@@ -84,10 +84,17 @@ def test_lishou_slice_arrives_complete_and_on_time(jack, jack_diag, lishou, tmp_
     first_on = ons[0][0]
     tuning = [t for t, m in msgs if m.type == "sysex" and list(m.data[:4]) == [0x7F, 0x7F, 8, 2]]
     assert tuning and max(tuning) < first_on           # MTS tuning before the first note
+    # a killed run may have left any channel sounding: CC 123 (all notes off) and CC 120 (all
+    # sound off) on all 16 channels, before the first note
+    resets = {(m.control, m.channel) for t, m in msgs
+              if m.type == "control_change" and m.value == 0 and t < first_on}
+    assert resets >= {(cc, ch) for cc in (123, 120) for ch in range(16)}, sorted(resets)
     assert_nothing_left_sounding(msgs)
 
 
-def test_sigint_mid_cue_leaves_nothing_sounding(jack, tmp_path):
+def test_sighup_mid_cue_leaves_nothing_sounding(jack, tmp_path):
+    """SIGHUP (the operator's terminal or SSH session closed) ends the show as Ctrl-C does
+    (SIGINT, SIGTERM: tests/test_kill_commands.py; SIGQUIT: the foot-switch test below)."""
     rec = Recorder(jack, "rec", tmp_path / "rec.jsonl")
     try:
         play = Play(jack, "--port", "rec", "--cues", "lishou", "--from", "40", "--auto",
@@ -95,7 +102,7 @@ def test_sigint_mid_cue_leaves_nothing_sounding(jack, tmp_path):
         play.expect(r"^playing lishou")
         time.sleep(1.5)
         sent = time.monotonic()
-        play.proc.send_signal(signal.SIGINT)
+        play.proc.send_signal(signal.SIGHUP)
         rc, err, report = play.finish(15)
     finally:
         msgs = as_messages(rec.stop())
@@ -179,7 +186,7 @@ def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeyp
         play.expect(r"MIDI stop: soft stop", 5)
         play.expect(r"^waiting", 10)
         time.sleep(0.3)
-        play.proc.send_signal(signal.SIGTERM)
+        play.proc.send_signal(signal.SIGQUIT)          # Ctrl-\\: ends the show as Ctrl-C does
         rc, err, report = play.finish(15)
     finally:
         msgs = as_messages(rec.stop())

@@ -14,13 +14,14 @@ import sys
 import pytest
 
 from yuexuan import cli
-from yuexuan.commands import play
+from yuexuan.live import process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _settings() -> tuple[object, ...]:
     return (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM),
+            signal.getsignal(signal.SIGHUP), signal.getsignal(signal.SIGQUIT),
             sys.getswitchinterval(), tuple(logging.getLogger().handlers))
 
 
@@ -31,11 +32,13 @@ def _open_fds() -> set[str]:
 def test_process_settings_are_set_in_one_place_and_restored():
     before = _settings()
     with contextlib.ExitStack() as stack:
-        play._process_settings(stack, quiet_root_logger=True)
-        assert signal.getsignal(signal.SIGTERM) is play._on_term     # SIGTERM ends it as Ctrl-C
+        process.settings(stack, quiet_root_logger=True)
+        # SIGTERM, SIGHUP (the terminal closed) and SIGQUIT end it as Ctrl-C
+        assert all(signal.getsignal(s) is process.on_term
+                   for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT))
         assert sys.getswitchinterval() == pytest.approx(0.0005)
         assert any(isinstance(h, logging.NullHandler) for h in logging.getLogger().handlers)
-        play._ignore_stop_signals()                                  # as on the way out
+        process.ignore_stop_signals()                                  # as on the way out
         assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     assert _settings() == before
 

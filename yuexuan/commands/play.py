@@ -5,20 +5,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import queue
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from yuexuan import atomic
 from yuexuan.commands.common import add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
 from yuexuan.live import calls as live_calls
-from yuexuan.live import osc, ports, timecode
+from yuexuan.live import osc, ports, process, timecode
 from yuexuan.live import show as show_mod
 from yuexuan.live.judged_show import JudgedShow
 from yuexuan.live.program import build_program
@@ -274,35 +271,9 @@ def _show(plan: _Plan, out: ports.Output, ended: queue.Queue[Any]) -> JudgedShow
 def _last_screen(rig: _Rig) -> None:
     """The terminal's last screen (or last lines), then the terminal as it was."""
     if rig.term is not None and rig.show is not None:
-        rig.term.show(rig.show.status(), rig.hub)
+        with contextlib.suppress(OSError):          # the terminal may have gone (SIGHUP)
+            rig.term.show(rig.show.status(), rig.hub)
         rig.term.close()
-
-
-def _process_settings(stack: contextlib.ExitStack, quiet_root_logger: bool) -> None:
-    """Set what ``play`` changes for the whole process, each restored by ``stack`` on exit:
-    SIGTERM ends the show as Ctrl-C does; a 0.5 ms GIL switch interval (the scheduler thread takes
-    the GIL promptly); with ``quiet_root_logger`` a NullHandler on the root logger: python-osc's
-    ``logging.warning`` on an odd datagram would print over the screen (its message is reported
-    as bad anyway)."""
-    old_int = signal.getsignal(signal.SIGINT)
-    stack.callback(signal.signal, signal.SIGINT, signal.SIG_DFL if old_int is None else old_int)
-    stack.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _on_term))
-    stack.callback(sys.setswitchinterval, sys.getswitchinterval())
-    sys.setswitchinterval(0.0005)
-    if quiet_root_logger:
-        root, quiet = logging.getLogger(), logging.NullHandler()
-        root.addHandler(quiet)
-        stack.callback(root.removeHandler, quiet)
-
-
-def _ignore_stop_signals() -> None:
-    """Ctrl-C and SIGTERM do nothing while the rig closes: it closes whole, nothing sounding."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-
-def _on_term(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace) -> int:
@@ -313,9 +284,9 @@ def run(args: argparse.Namespace) -> int:
     rig = _Rig()
     interrupted = False
     with contextlib.ExitStack() as stack:
-        _process_settings(stack, quiet_root_logger=plan.listen is not None)
+        process.settings(stack, quiet_root_logger=plan.listen is not None)
         rig_stack = stack.enter_context(contextlib.ExitStack())
-        stack.callback(_ignore_stop_signals)        # the first thing done on the way out
+        stack.callback(process.ignore_stop_signals)        # the first thing done on the way out
         try:
             _open_rig(args, plan, rig, rig_stack)
             _drive(rig)
@@ -362,14 +333,12 @@ def _finish(args: argparse.Namespace, plan: _Plan, rig: _Rig, interrupted: bool)
     show, out, hub = rig.show, rig.out, rig.hub
     assert show is not None and out is not None         # run() comes here only with a show
     summary = show.stats.summary()
-    print(summary.line() + (f"; {out.dropped} dropped while the port was gone"
-                            if out.dropped else "")
-          + ("" if show.realtime else "; scheduler ran without realtime priority"),
-          file=sys.stderr)
+    lines = [summary.line() + (f"; {out.dropped} dropped while the port was gone"
+                               if out.dropped else "")
+             + ("" if show.realtime else "; scheduler ran without realtime priority")]
     _cues_ended(rig.ended, hub)
-    for line in hub.final_lines() if hub is not None else ():
-        print(line, file=sys.stderr)
-    if args.report:
+    lines.extend(hub.final_lines() if hub is not None else ())
+    if args.report:             # first: after SIGHUP the terminal that stderr writes to is gone
         report = _report(show, summary)
         if hub is not None:
             report["judging"] = hub.summary()
@@ -377,9 +346,10 @@ def _finish(args: argparse.Namespace, plan: _Plan, rig: _Rig, interrupted: bool)
             report["osc_out_failed"] = plan.notify.failed
         atomic.write_text(args.report, json.dumps(report, ensure_ascii=False, indent=1))
     if interrupted:
-        print("yuexuan play: interrupted; all notes off", file=sys.stderr)
-        return 130
-    return 0
+        lines.append("yuexuan play: interrupted; all notes off")
+    process.tell(lines)
+    return 130 if interrupted else 0
+
 
 
 def _cues_ended(ended: queue.Queue[Any], hub: Hub | None) -> None:
@@ -394,4 +364,5 @@ def _report(show: JudgedShow, summary: TimingSummary) -> dict[str, Any]:
     return {"timing_ms": {"count": summary.count, "p50": summary.p50_ms, "p95": summary.p95_ms,
                           "p99": summary.p99_ms, "max": summary.max_ms},
             "anchors": [{"cues": list(c), "anchor_monotonic": a} for c, a in show.anchors],
-            "sent": show.sent, "dropped": show.dropped, "realtime": show.realtime}
+            "sent": show.sent, "dropped": show.dropped, "notes_dropped": show.notes_dropped,
+            "realtime": show.realtime}

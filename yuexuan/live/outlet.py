@@ -15,6 +15,8 @@ from yuexuan.live.queue_items import Send
 NOTE_OFF = 0x80
 CONTROL_CHANGE = 0xB0
 ALL_NOTES_OFF = 123          # CC number
+ALL_SOUND_OFF = 120          # CC number
+MIDI_CHANNELS = range(16)
 
 
 class Outlet:
@@ -27,6 +29,7 @@ class Outlet:
         self.port_ok = True
         self.sent = 0
         self.dropped = 0
+        self.notes_dropped = 0              # note-ons that could not be sent (port or server gone)
         self._sounding: Counter[tuple[str, int, int]] = Counter()  # (cue, channel, note) -> count
 
     def send(self, data: Sequence[int]) -> bool:
@@ -40,6 +43,7 @@ class Outlet:
     def note_on(self, cue: str, key: tuple[int, int], data: Sequence[int]) -> bool:
         """Send a note-on of ``cue``; ``key`` is (channel, note)."""
         if not self.send(data):
+            self.notes_dropped += 1
             return False
         self._sounding[(cue, *key)] += 1
         return True
@@ -68,6 +72,14 @@ class Outlet:
         for ch in self.channels:
             self.send((CONTROL_CHANGE | ch, ALL_NOTES_OFF, 0))
 
+    def reset(self) -> None:
+        """CC 123 (All Notes Off) and CC 120 (All Sound Off) on all 16 channels: before a show's
+        first note, since a run that was killed (SIGKILL, a crash) may have left any channel
+        sounding, not only the ones this show uses."""
+        for ch in MIDI_CHANNELS:
+            self.send((CONTROL_CHANGE | ch, ALL_NOTES_OFF, 0))
+            self.send((CONTROL_CHANGE | ch, ALL_SOUND_OFF, 0))
+
     # -- the port going and returning ----------------------------------------------------------
     def port_lost(self) -> str:
         """The destination has gone: whatever sounded went with it. Returns the notice."""
@@ -78,11 +90,13 @@ class Outlet:
 
     def port_back(self, setup: Iterable[Sequence[int]], resume: Callable[[], None] | None = None) -> str:
         """The destination is back: ``resume()`` reopens it, then the setup (tuning, programs)
-        and All Notes Off go out first. Returns the notice."""
+        and All Notes Off / All Sound Off on every channel go out first (a destination that came
+        back may be a restarted synthesiser, or one a server restart left sounding). Returns the
+        notice."""
         self.port_ok = True
         if resume is not None:
             resume()
         for data in setup:
             self.send(data)
-        self.all_notes_off()
+        self.reset()
         return f"MIDI output {self.port_name} is back; output resumed"

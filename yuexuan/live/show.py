@@ -102,6 +102,11 @@ class Show:
         return self._outlet.dropped
 
     @property
+    def notes_dropped(self) -> int:
+        """Note-ons that were due but could not be sent (the port or the JACK server gone)."""
+        return self._outlet.notes_dropped
+
+    @property
     def error(self) -> BaseException | None:
         return self._sched.error
 
@@ -112,8 +117,10 @@ class Show:
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
-        """Send the setup messages, start the scheduler; in auto mode start the whole show."""
+        """All notes off everywhere (:meth:`Outlet.reset`), the setup messages, start the
+        scheduler; in auto mode start the whole show."""
         with self._lock:
+            self._outlet.reset()
             for data in self.program.setup:
                 self._outlet.send(data)
             self._sched.start()
