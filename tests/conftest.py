@@ -2,9 +2,9 @@
 expensive things made once a session (tests/cache_support.py): the default build, the 貍首
 renders, the FluidSynth mixes, the browser and the JACK servers.
 
-The suite runs in two phases (README, .ci/run): ``pytest -n 2 -m "not realtime"`` (pytest-xdist,
-the machine's two cores), then ``pytest -m realtime`` alone, so that nothing else loads the CPU
-while those tests time messages over JACK.
+The suite runs as ``pytest -n 3`` (README, .ci/run; pytest-xdist): two workers compute on the
+machine's two cores while the third runs the ``realtime`` tests, which mostly wait for the wall
+clock, one after another at raised priority (see :func:`pytest_runtest_setup`).
 """
 
 from __future__ import annotations
@@ -33,10 +33,14 @@ SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond",
                 "test_killed_score_pdf_keeps_the_previous_pdf": "lilypond"}
 
 # The ``realtime`` tests time MIDI against the wall clock over the synchronous JACK server: they
-# run in a phase of their own, with nothing else on the CPU. (The tests on the asynchronous server
-# alone count what a player sent or logged and time nothing: the play property tests, SIGKILL
-# during live judging.)
+# are one work unit, run first, on one worker, one after another, at nice REALTIME_NICE where the
+# user may raise priority (root, as in CI), so that the other workers' computing does not delay
+# their wake-ups (the players' sending threads and jackd ask SCHED_FIFO themselves). (The tests on
+# the asynchronous server count what a player sent or logged and time nothing: the play property
+# tests, SIGKILL during live judging.)
 REALTIME_FIXTURES = {"jack"}
+REALTIME_UNIT = "@realtime"         # the suffix of their node ids (as xdist's loadgroup marks a group)
+REALTIME_NICE = -15
 
 
 def pytest_configure(config):
@@ -76,12 +80,14 @@ SPREAD = {"test_kill_commands.py", "test_synth.py", "test_check_rules.py", "test
           "test_bad_input.py", "test_variants.py"}
 UNITS = {"test_drum_mix.py": "fluid-mixes", "test_recording.py": "fluid-mixes"}
 # the units that take longest first (measured), then the rest as collected
-FIRST = ("fluid-mixes", "test_kill_commands.py", "test_beats_evidence.py", "test_beat_s.py",
+FIRST = (REALTIME_UNIT, "fluid-mixes", "test_kill_commands.py", "test_beats_evidence.py", "test_beat_s.py",
          "test_render.py", "test_drum_onsets.py", "test_wheel.py", "test_calls.py", "test_score.py",
          "test_html_valid.py", "test_properties.py", "test_bells.py", "test_guide.py")
 
 
 def work_unit(nodeid: str) -> str:
+    if nodeid.endswith(REALTIME_UNIT):
+        return REALTIME_UNIT
     path = nodeid.split("::", 1)[0]
     name = path.rsplit("/", 1)[-1]
     return UNITS.get(name) or (nodeid if name in SPREAD else name)
@@ -106,12 +112,38 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.system(tool))
         if is_realtime(item):
             item.add_marker(pytest.mark.realtime)
+            if os.environ.get("PYTEST_XDIST_WORKER"):
+                # the unit's name in the node id, read by the controller's scheduler (which sees
+                # node ids only); what xdist itself does for ``--dist loadgroup``
+                item._nodeid = item.nodeid + REALTIME_UNIT
     rank = {unit: k for k, unit in enumerate(FIRST)}
     kind = {}
     for item in items:
         unit = work_unit(item.nodeid)
         kind[item.nodeid] = rank.get(unit, rank.get(item.path.name, len(FIRST)))
     items.sort(key=lambda item: kind[item.nodeid])     # stable: collected order within a rank
+
+
+def _nice(value: int) -> None:
+    """Set this thread's (the test's) nice value where the user may; children inherit it."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, value)
+    except (PermissionError, OSError):
+        pass
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A realtime test, and everything it starts (jackd, the player, the recorder), at raised
+    priority: before its fixtures, so that a JACK server it starts inherits it too."""
+    if is_realtime(item):
+        _nice(REALTIME_NICE)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if is_realtime(item) and (nextitem is None or not is_realtime(nextitem)):
+        _nice(0)
 
 
 @pytest.fixture(scope="session")

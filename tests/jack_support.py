@@ -83,6 +83,14 @@ def reclaim_dead_servers(registry: Path = REGISTRY) -> int:
     return freed
 
 
+def _ends_with_parent() -> None:
+    """``preexec_fn``: the child gets SIGTERM when the process that started it dies (Linux
+    PR_SET_PDEATHSIG), so a test process that is killed leaves no server or recorder running
+    (JACK2 allows few servers at once: "Too many servers already active")."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)      # 1: PR_SET_PDEATHSIG
+
+
 @contextlib.contextmanager
 def jack_server(period: int = PERIOD_FRAMES, rate: int = RATE_HZ, realtime: bool | None = None,
                 sync: bool | None = None, timeout_ms: int = CLIENT_TIMEOUT_MS):
@@ -131,7 +139,8 @@ def jack_server(period: int = PERIOD_FRAMES, rate: int = RATE_HZ, realtime: bool
     env["YUEXUAN_TEST_JACK_LOG"] = log.name
     env["YUEXUAN_TEST_JACK_ARGS"] = " ".join(args[3:])
     proc = subprocess.Popen(args + ["-d", "dummy", "-p", str(period), "-r", str(rate)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+                            env=env, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=_ends_with_parent)
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -197,7 +206,7 @@ class Recorder:
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen([sys.executable, __file__, "record", client,
                                           str(self.out)], env=env, stdout=subprocess.PIPE,
-                                         stderr=log, text=True)
+                                         stderr=log, text=True, preexec_fn=_ends_with_parent)
         line = self.proc.stdout.readline()
         if line.strip() != "ready":
             self.proc.kill()
