@@ -130,7 +130,7 @@ def main(argv=None) -> int:
         shots = shots_of(ceremony, a.shots)
         until = FROM_S + 2.0 + a.shots / a.rate + 3.0
         messages = timeline_messages(lishou)
-        huo = live_calls.call_templates(lishou, messages)[live_calls.HUO]
+        huo = live_calls.call_templates(lishou, messages)[live_calls.huo_key("干")]
         call_key = next(e.key for e in huo if e.kind == Kind.ON)      # (channel, note) of the 宫
         played = live_calls.without_calls(
             messages, live_calls.compiled_calls(lishou, live_calls.live_cues(lishou)))

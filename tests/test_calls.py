@@ -26,6 +26,7 @@ SHEET = REPO / "cues" / "dashe.toml"
 S7_QUOTES = ("命取矢",)                       # every 取矢 cue quotes the order to collect the arrows
 S8_QUOTE = "「大射正立于公后，以矢行告于公：下曰留，上曰扬，左右曰方」 [001]"
 GONG_HZ = 345.0 / 2                          # 宫 = 黄钟 of the sheet, sung an octave down (负侯者 octave −1)
+FUHOU = {"负侯者·大侯", "负侯者·参", "负侯者·干"}   # one bearer per 侯: 「负侯皆许诺」 (who = "负侯者")
 
 
 def run(*args, cwd=None):
@@ -76,7 +77,7 @@ def test_s7_follows_each_round_and_quotes_its_sentence(default):
         assert nxt["kind"] == "calls", (rnd, nxt["id"])
         assert all(q in nxt["source"] for q in S7_QUOTES) and "负侯许诺" in nxt["source"], nxt["source"]
         notes = [n for n in tl["notes"] if n["cue"] == nxt["id"]]
-        assert notes and {n["instrument"] for n in notes} == {"负侯者"}
+        assert notes and {n["instrument"] for n in notes} == FUHOU
         assert all(n["lyric"] == "诺" for n in notes)
         assert nxt["start"] > cues[i]["end"]
 
@@ -85,7 +86,7 @@ def test_round3_nuo_is_spoken_rounds_1_2_on_gong_and_shang(default):
     tl, _, _ = default
     by_cue = {}
     for n in tl["notes"]:
-        if n["instrument"] == "负侯者":
+        if n["instrument"] in FUHOU:
             by_cue.setdefault(n["cue"], []).append(n)
     sheet = tomllib.loads(SHEET.read_text(encoding="utf-8"))
     round_of = {c["id"]: c.get("round") for c in sheet["cue"]}
@@ -99,16 +100,17 @@ def test_round3_nuo_is_spoken_rounds_1_2_on_gong_and_shang(default):
     sung = [cid for cid in by_cue if cid not in round3]
     assert len(sung) == 5                        # 去侯 ×3 (round 1, 2, before the 公) and 取矢 ×2
     for cid in sung:
-        hz = sorted(n["hz"] for n in by_cue[cid])
-        assert hz == pytest.approx([GONG_HZ, GONG_HZ * 9 / 8]), (cid, hz)   # 宫, 商 = 宫 × 9/8
+        for who in FUHOU:                        # each bearer: 宫, then 商 = 宫 × 9/8
+            calls = sorted((n for n in by_cue[cid] if n["instrument"] == who), key=lambda n: n["time"])
+            assert [n["hz"] for n in calls] == pytest.approx([GONG_HZ, GONG_HZ * 9 / 8]), (cid, who)
 
 
 def test_spoken_nuo_in_the_midi_is_a_fixed_key_on_channel_10_never_retuned(default):
     tl, mid, _ = default
-    spoken = sorted(n["time"] for n in tl["notes"] if n["hz"] is None and n["instrument"] in ("负侯者", "大射正"))
-    keys = {n["midi"] for n in tl["notes"] if n["hz"] is None and n["instrument"] in ("负侯者", "大射正")}
+    spoken = sorted(n["time"] for n in tl["notes"] if n["hz"] is None and n["instrument"] in FUHOU | {"大射正"})
+    keys = {n["midi"] for n in tl["notes"] if n["hz"] is None and n["instrument"] in FUHOU | {"大射正"}}
     assert keys == {70}
-    sung = {(round(n["time"], 2), n["midi"]) for n in tl["notes"] if n["instrument"] == "负侯者" and n["hz"]}
+    sung = {(round(n["time"], 2), n["midi"]) for n in tl["notes"] if n["instrument"] in FUHOU and n["hz"]}
     t, on_times, tuned_channels, sung_ch = 0.0, [], set(), set()
     rpn = {}
     for msg in mido.MidiFile(mid):
@@ -154,7 +156,7 @@ def test_render_speaks_the_round3_nuo_and_sings_the_round1_gong(tmp_path, defaul
     assert len(voiced) > 20 and voiced.mean() < 0.1, voiced.mean()
     spoken_flat = np.median(librosa.feature.spectral_flatness(y=out["round3_quhou"])[0])
     # the 宫 诺 of round 1 (its first 3.5 s; the 商 starts at 5 s): pitch within 30 cents of hz
-    gong = next(n for n in tl["notes"] if n["cue"] == "round1_quhou" and n["lv"] and n["instrument"] == "负侯者")
+    gong = next(n for n in tl["notes"] if n["cue"] == "round1_quhou" and n["lv"] and n["instrument"] in FUHOU)
     y = out["round1_quhou"][:int(3.4 * 22050)]
     f0, voiced = _pitch_track(y)
     assert voiced.mean() > 0.8, voiced.mean()
@@ -240,7 +242,7 @@ def test_o16_ruchu_sings_round3_on_gong_and_shang(tmp_path):
     tl, _, _ = compile_json(tmp_path, sheet_copy(tmp_path, set_variant("fuhou_round3", "如初")), "ruchu")
     for cid in ("round3_quhou", "round3_qushi"):
         hz = sorted(n["hz"] for n in tl["notes"] if n["cue"] == cid)
-        assert hz == pytest.approx([GONG_HZ, GONG_HZ * 9 / 8]), (cid, hz)
+        assert hz == pytest.approx([GONG_HZ] * 3 + [GONG_HZ * 9 / 8] * 3), (cid, hz)   # each bearer
 
 
 def test_o15_zhang_erqi_holds_the_gong_until_the_shang(tmp_path, default):
@@ -248,7 +250,8 @@ def test_o15_zhang_erqi_holds_the_gong_until_the_shang(tmp_path, default):
     tl, _, _ = compile_json(tmp_path, sheet_copy(tmp_path, set_variant("fuhou_gongshang", "张尔岐")), "zhang")
 
     def gap(t, cid):
-        gong, shang = sorted((n for n in t["notes"] if n["cue"] == cid), key=lambda n: n["time"])
+        gong, shang = sorted((n for n in t["notes"] if n["cue"] == cid and n["instrument"] == "负侯者·干"),
+                             key=lambda n: n["time"])
         assert gong["hz"] < shang["hz"]
         return shang["time"] - (gong["time"] + gong["duration"])
 
@@ -272,3 +275,17 @@ def test_score_writes_spoken_calls_with_x_noteheads(tmp_path):
         heads[cid] = [n.notehead for n in notes]
     assert heads["round3_quhou"] == ["x"]                       # one spoken 诺
     assert len(heads["round1_quhou"]) == 2 and "x" not in heads["round1_quhou"]   # 宫 and 商, sung
+
+
+def test_each_hou_has_its_own_callers_placed_by_the_courtyard():
+    """One 获者 at each 侯's 乏 and one 负侯者 due west of each 侯, 10 步 south of its 乏 (乏南: where
+    「又诺以商」), read from ceremony/courtyard.toml and the instrument files themselves."""
+    yard = tomllib.loads((REPO / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))
+    for t in yard["target"]:
+        huo = tomllib.loads((REPO / "instruments" / f"获者·{t['name']}.toml").read_text(encoding="utf-8"))
+        fu = tomllib.loads((REPO / "instruments" / f"负侯者·{t['name']}.toml").read_text(encoding="utf-8"))
+        assert huo["position_m"][:2] == pytest.approx(t["fa_m"][:2]), t["name"]
+        assert fu["position_m"][:2] == pytest.approx([t["fa_m"][0], t["position_m"][1]]), t["name"]
+        assert huo["xian"] == fu["xian"] == "侯"          # moved with the 侯 by O24 (hou_shift_m)
+        assert t["name"] in huo["source"] or "各去其侯西十北十" in huo["source"]
+    assert not (REPO / "instruments" / "获者.toml").exists()

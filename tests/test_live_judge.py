@@ -174,10 +174,10 @@ def test_the_hub_puts_the_selection_on_the_whole_ceremony(lishou, ceremony, comp
 def test_live_call_is_the_first_compiled_call_and_compiled_calls_are_left_out(lishou):
     messages = timeline_messages(lishou)
     calls = live_calls.call_templates(lishou, messages)
-    huo = [n for n in lishou.notes if n.instrument == "获者"]
-    channel = next(t.channel for t in assign_tracks(lishou) if t.name == "获者")
-    ons = [e for e in calls["获"] if e.kind == Kind.ON]
-    offs = [e for e in calls["获"] if e.kind == Kind.OFF]
+    huo = [n for n in lishou.notes if n.instrument == "获者·干"]
+    channel = next(t.channel for t in assign_tracks(lishou) if t.name == "获者·干")
+    ons = [e for e in calls["获·干"] if e.kind == Kind.ON]
+    offs = [e for e in calls["获·干"] if e.kind == Kind.OFF]
     got = [(round(e.dt, 9), mido.Message.from_bytes(list(e.data))) for e in ons]
     # 举旌以宫 (loud) now, 偃旌以商 (soft) as far after it as the compiler puts it
     assert [(m.channel, m.note, m.velocity) for _, m in got] == \
@@ -186,11 +186,16 @@ def test_live_call_is_the_first_compiled_call_and_compiled_calls_are_left_out(li
     assert [dt for dt, _ in got] == pytest.approx([0.0, CALL_DELAY_S[1] - CALL_DELAY_S[0]])
     assert sorted(e.dt for e in offs) == pytest.approx(
         [CALL_LEN_S[0], CALL_DELAY_S[1] - CALL_DELAY_S[0] + CALL_LEN_S[1]])
-    assert set(calls) >= {"获", "留", "扬", "方"}
+    assert set(calls) >= {"获·大侯", "获·参", "获·干", "留", "扬", "方"}
+    # each 侯's 获 is its own 获者's: the track (channel) of 获者·大侯, 获者·参, 获者·干
+    tracks = {t.name: t.channel for t in assign_tracks(lishou)}
+    for hou in ("大侯", "参", "干"):
+        first_on = next(e for e in calls[f"获·{hou}"] if e.kind == Kind.ON)
+        assert first_on.key[0] == tracks[f"获者·{hou}"], hou
     # the shooting cue's compiled 获 and 大射正 calls are gone from what is played, nothing else
     kept = live_calls.without_calls(messages, live_calls.compiled_calls(
         lishou, live_calls.live_cues(lishou)))
-    callers = [n for n in lishou.notes if n.instrument in ("获者", "大射正")]
+    callers = [n for n in lishou.notes if n.instrument in ("获者·大侯", "获者·参", "获者·干", "大射正")]
     assert callers and len(messages) - len(kept) == 2 * len(callers)
     program = build_program(lishou, kept)
     assert not [e for e in program.events["lishou"] if e.kind == Kind.ON
@@ -257,17 +262,17 @@ def test_a_call_sounds_now_and_panic_releases_it(lishou):
     try:
         n = len(sink.rows)
         asked = clock()
-        assert show.sound_call(calls["获"])
+        assert show.sound_call(calls["获·干"])
         first_t, first = sink.rows[n]
-        assert first == calls["获"][0].data and first_t - asked < 0.005
+        assert first == calls["获·干"][0].data and first_t - asked < 0.005
         clock.advance(0.2)
         show.panic()
         clock.advance(1.3)                  # the 商 would have come 1.1 s after the 宫
     finally:
         show.shutdown()
     sent = [d for _, d in sink.rows[n:]]
-    assert calls["获"][0].data in sent
-    shang = [e for e in calls["获"] if e.kind == Kind.ON][1]
+    assert calls["获·干"][0].data in sent
+    shang = [e for e in calls["获·干"] if e.kind == Kind.ON][1]
     assert shang.data not in sent                                 # dropped by PANIC
     off = (0x80 | first[0] & 0x0F, first[1], 0)
     assert off in sent                                            # the 宫 released
@@ -364,7 +369,7 @@ def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
     hub.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
                           "result": "贯", "pair": "上耦", "round": 3}, T))
     assert order == ["call", "log", "verdict", "tally"]
-    assert show.calls == [hub.calls["获"]]
+    assert show.calls == [hub.calls["获·干"]]
     row, v = out.sent[0]
     assert (row, v["reason"], v["time"]) == (1, "释", pytest.approx(1106.5))
     logged = read_shots(tmp_path / "shots.csv")                 # check's reader takes the log

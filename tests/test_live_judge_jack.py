@@ -140,9 +140,9 @@ def test_osc_shots_judged_heard_logged(jack_sync, lishou, ceremony, tmp_path):
     assert "unknown archer" in json.dumps(summary["bad_messages"], ensure_ascii=False)
 
     # heard: one 获 call (宫 loud, then 商 soft) per hit, from the shot's arrival, within 1 s
-    huo = [n for n in lishou.notes if n.instrument == "获者"]
+    huo = [n for n in lishou.notes if n.instrument == "获者·干"]        # the hits are on the 干
     gong, shang = huo[0], huo[1]
-    channel = next(t.channel for t in assign_tracks(lishou) if t.name == "获者")
+    channel = next(t.channel for t in assign_tracks(lishou) if t.name == "获者·干")
     ons = [(t, m) for t, m in msgs if m.type == "note_on" and m.velocity and m.channel == channel]
     gongs = [t for t, m in ons if (m.note, m.velocity) == (gong.midi, gong.velocity)]
     shangs = [t for t, m in ons if (m.note, m.velocity) == (shang.midi, shang.velocity)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import tomllib
 from pathlib import Path
 
@@ -32,6 +33,7 @@ EXAMPLE = ROOT / "tests" / "data" / "shots_example.csv"
 HEADER = ["time", "archer", "rank", "role", "target", "result", "pair", "round"]
 SENIORITY = ("公", "宾", "卿", "大夫", "士")
 HOU = {"公": "大侯", "宾": "大侯", "卿": "参", "大夫": "参", "士": "干"}
+HOU_NAMES = ("大侯", "参", "干")
 MISSES = {"不中", "留", "扬", "方"}
 
 
@@ -84,19 +86,30 @@ def write_rows(path: Path, rows: list) -> Path:
 
 
 def calls(doc: dict, who: str, cue_ids) -> list:
-    return sorted((n for n in doc["notes"] if n["instrument"] == who and n["cue"] in cue_ids),
+    """The notes of ``who`` in the cues ``cue_ids``, by time; "获者": those of the three 获者."""
+    mine = (lambda name: name.startswith("获者·")) if who == "获者" else (lambda name: name == who)
+    return sorted((n for n in doc["notes"] if mine(n["instrument"]) and n["cue"] in cue_ids),
                   key=lambda n: n["time"])
 
 
 def huo_pairs(notes: list) -> list:
-    """The 获者's notes as (宫, 商) calls; each 宫 is followed by its 商, 9/8 above."""
-    notes = [n for n in notes if n["lyric"] == "获"]
-    assert len(notes) % 2 == 0
-    pairs = list(zip(notes[0::2], notes[1::2]))
+    """The 获者's notes as (宫, 商) calls, each 获者's own; each 宫 is followed by its 商, 9/8 above."""
+    pairs = []
+    for who in sorted({n["instrument"] for n in notes}):
+        own = [n for n in notes if n["lyric"] == "获" and n["instrument"] == who]
+        assert len(own) % 2 == 0
+        pairs += zip(own[0::2], own[1::2])
     for gong, shang in pairs:
         assert gong["time"] < shang["time"]
         assert shang["hz"] / gong["hz"] == pytest.approx(9 / 8, rel=1e-9)
-    return pairs
+    return sorted(pairs, key=lambda p: p[0]["time"])
+
+
+def assert_callers(doc: dict, cue_ids, rows: list):
+    """Each row's call comes from the 获者 of the 侯 it hit (one 获者 at each 乏)."""
+    for hou in HOU_NAMES:
+        own = huo_pairs(calls(doc, f"获者·{hou}", cue_ids))
+        assert_follow([g["time"] for g, _ in own], [float(r["time"]) for r in rows if r["target"] == hou])
 
 
 def assert_follow(call_times: list, arrow_times: list):
@@ -125,6 +138,8 @@ def test_example_log_makes_one_huo_call_per_called_hit(capsys, tmp_path):
     assert 0 < len(want) < len([r for r in rows if r["result"] not in MISSES])   # some hits not called
     got = huo_pairs(calls(doc, "获者", logged_cues))
     assert_follow([g["time"] for g, _ in got], [float(r["time"]) for r in want])
+    assert len({r["target"] for r in want}) == 3            # hits on all three 侯
+    assert_callers(doc, logged_cues, want)
     # without the log those cues sound the hits strings: a different set of calls
     assert len(huo_pairs(calls(plain, "获者", logged_cues))) != len(got)
     # a round the log does not cover keeps its strings
@@ -172,6 +187,7 @@ def test_direction_marks_give_the_da_she_zheng_calls(capsys, tmp_path):
     assert from_strings and not {n["time"] for n in from_strings} & {n["time"] for n in zheng}
     huo = huo_pairs(calls(doc, "获者", covered))
     assert_follow([g["time"] for g, _ in huo], [r["time"] for r in expected_huo(rows)])
+    assert_callers(doc, covered, expected_huo(rows))       # the 公's 贯 on the 参: the 参's 获者
 
 
 def with_variant(tmp_path, line: str) -> Path:
@@ -270,16 +286,26 @@ def test_shots_option_on_every_command_and_its_mistakes(capsys, tmp_path):
 
 
 def test_render_follows_the_log(tmp_path):
-    """render --shots: the 获者's stem sounds only after the logged hit (measured with soundfile).
-    The log holds the whole ceremony's seconds (the hit 10 s into round2_rest); the stem, of
-    ``--cues round2_rest``, the selection's (time 0 at the cue's start)."""
+    """render --shots: each hit is called by the 获者 of the 侯 it struck, from that 侯's 乏: in his
+    stem the call starts exactly when the sound from his 乏 reaches the 宾's seat, the timeline's
+    note time plus distance / 343 m/s (within 2 ms; measured with soundfile on the stems), and not
+    before. The 公's 贯 on any 侯 is called (「唯公所中，中三侯皆获」). The log holds the whole
+    ceremony's seconds (hits 10, 24 and 38 s into round2_rest); the stems, of ``--cues
+    round2_rest``, the selection's (time 0 at the cue's start). The places are read from
+    ceremony/courtyard.toml (the 乏, fa_m; the seat), the mouth's height from the instrument file."""
     import soundfile as sf
 
-    from yuexuan.compiler import compile_file
+    from yuexuan.compiler import compile_file, compile_path
+    from yuexuan.scoring.shots import read_shots
 
-    hit_s = compile_file(CUES).cue("round2_rest").start + 10.0
-    log = write_rows(tmp_path / "one.csv", [dict(zip(HEADER, [f"{hit_s:.6f}", "公", "公", "下射", "干",
-                                                              "贯", "公耦", "2"]))])
+    start_s = compile_file(CUES).cue("round2_rest").start
+    hits = {"干": 10.0, "参": 24.0, "大侯": 38.0}
+    log = write_rows(tmp_path / "three.csv", [
+        dict(zip(HEADER, [f"{start_s + dt:.6f}", "公", "公", "下射", hou, "贯", "公耦", "2"]))
+        for hou, dt in hits.items()])
+    tl, _ = compile_path(CUES, ["round2_rest"], shots=read_shots(log))
+    yard = tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))
+    seat = next(s["position_m"] for s in yard["listener"] if s["name"] == "宾")     # render's default
     onsets = {}
     for name, extra in (("log", ("--shots", log)), ("strings", ())):
         stems = tmp_path / f"stems_{name}"
@@ -287,11 +313,21 @@ def test_render_follows_the_log(tmp_path):
         r = run_cli("render", CUES, "--cues", "round2_rest", "-o", tmp_path / f"{name}.wav",
                     "--stems", stems, "--sample-rate", "8000", *extra)
         assert r.returncode == 0, r.stderr
-        audio, sr = sf.read(stems / "获者.wav")
-        level = np.abs(audio).max(axis=1) if audio.ndim > 1 else np.abs(audio)
-        loud = np.flatnonzero(level > 1e-3 * level.max())
-        onsets[name] = (loud[0] / sr, loud[-1] / sr)
-    start, end = onsets["log"]
-    # one call: 宫 at 1.5 s after the arrow (plus the sound's travel from the 侯), its 商 and decay
-    assert 11.5 <= start < 12.5 and end < 10.0 + 12.0
-    assert onsets["strings"] != onsets["log"]
+        for hou in hits:
+            audio, sr = sf.read(stems / f"获者·{hou}.wav")
+            level = np.abs(audio).max(axis=1) if audio.ndim > 1 else np.abs(audio)
+            loud = np.flatnonzero(level > 1e-3 * level.max())
+            onsets[name, hou] = (loud[0] / sr, loud[-1] / sr)
+    for hou, dt in hits.items():
+        (gong, shang) = [n for n in tl.notes if n.instrument == f"获者·{hou}"]     # one call each
+        assert gong.time == pytest.approx(dt + 1.5) and shang.time > gong.time
+        fa = next(t["fa_m"] for t in yard["target"] if t["name"] == hou)
+        mouth_m = tomllib.loads((ROOT / "instruments" / f"获者·{hou}.toml").read_text(
+            encoding="utf-8"))["position_m"][2]
+        delay_s = math.dist(seat, (fa[0], fa[1], mouth_m)) / 343.0
+        start, end = onsets["log", hou]
+        print(f"获者·{hou}: onset {start:.4f} s, note {gong.time:.4f} s + {delay_s * 1e3:.1f} ms "
+              f"from its 乏: error {(start - gong.time - delay_s) * 1e3:+.2f} ms")
+        assert abs(start - (gong.time + delay_s)) < 0.002, (hou, start, gong.time, delay_s)
+        assert end < dt + 12.0                       # the 宫, its 商 and their decay: one call
+    assert onsets["strings", "干"] != onsets["log", "干"]

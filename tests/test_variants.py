@@ -76,8 +76,9 @@ CHANGES = [
     ("jiangu_bei", "敖继公", lambda tl: not any(n.instrument == "建鼓·北" for n in tl.notes)),
     ("jie_marker", "击鑮", lambda tl: "建鼓" not in kinds(tl, "gai")),
     ("fuhou_round3", "如初",        # sung on 宫 then 商 = 宫 × 9/8 (疏 「宫数八十一，商数七十二」), not spoken
-     lambda tl: [n.hz is not None for n in notes(tl, "round3_quhou")] == [True, True]
-     and notes(tl, "round3_quhou")[1].hz / notes(tl, "round3_quhou")[0].hz == pytest.approx(9 / 8)),
+     lambda tl: [n.hz is not None for n in notes(tl, "round3_quhou", "负侯者·干")] == [True, True]
+     and notes(tl, "round3_quhou", "负侯者·干")[1].hz / notes(tl, "round3_quhou", "负侯者·干")[0].hz
+     == pytest.approx(9 / 8)),
     ("sixia_manner", "盛世佐",
      lambda tl: kinds(tl, "sixia_bin") & {"钟", "鑮", "建鼓"} == {"建鼓"} and "磬" in kinds(tl, "sixia_bin")),
     ("sixia_end", "郊特牲",
@@ -94,8 +95,8 @@ CHANGES = [
     ("lishou_span", "公乐作",         # a pause of more than one 节 between two 节 (間若一 elsewhere)
      lambda tl: max(b - a for a, b in zip(cue(tl, "lishou").phrases, cue(tl, "lishou").phrases[1:])) > 4.0 + 1e-6),
     ("sanou_rank", "郑玄", lambda tl: {b.rank for b in tl.beats if b.shoot and b.pair in ("上耦", "次耦", "下耦")} == {"大夫"}),
-    ("houdao", "敖继公", lambda tl: tl.instruments["获者"]["position_m"][1] == pytest.approx(-83.2 + 4.0)
-     and tl.instruments["负侯者"]["position_m"][1] == pytest.approx(-55.4 + 4.0)),
+    ("houdao", "敖继公", lambda tl: tl.instruments["获者·参"]["position_m"][1] == pytest.approx(-83.2 + 4.0)
+     and tl.instruments["负侯者·干"]["position_m"][1] == pytest.approx(-69.3 + 4.0)),
     ("wusuan_piece", "四牡",
      lambda tl: cue(tl, "wusuan").piece == "四牡" and notes(tl, "wusuan", "歌")[0].lyric == lyrics("四牡")[0]),
     ("ao_luqin", "秦蕙田", lambda tl: "ao_luqin" in [c.id for c in tl.cues] and notes(tl, "ao_luqin")),

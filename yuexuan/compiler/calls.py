@@ -1,5 +1,9 @@
 """The calls of the shooting: the 获者's 获 after a hit, the 负侯者's 诺 (去侯 and 取矢), the
-大射正's 留 / 扬 / 方 on the 公's missed arrows."""
+大射正's 留 / 扬 / 方 on the 公's missed arrows.
+
+Each 侯 has its own 获者 at its own 乏 (instruments/获者·大侯.toml, 获者·参, 获者·干: 「各去其侯西十北十」,
+one 乏 per 侯), and a hit is called by the 获者 of the 侯 it struck; the 负侯者 are one body per 侯
+too (负侯者·…), and a call whose ``who`` is the group 负侯者 sounds all three (「负侯皆许诺」)."""
 
 from __future__ import annotations
 
@@ -10,8 +14,13 @@ from yuexuan.rite import cuesheet
 from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.cuesheet_records import CueSpec, Pair
 from yuexuan.rite.cuesheet_roster import miss_place
+from yuexuan.rite.instruments import members
 from yuexuan.rite.tuning import parse_pitch, wusheng
-from yuexuan.rite.vocabulary import ZHENG_CALLS
+from yuexuan.rite.vocabulary import ARCHER_RANKS, TARGETS, ZHENG_CALLS
+from yuexuan.scoring.shiho import OWN_HOU
+
+#: the 获者 of each 侯 is the instrument ``获者·<侯>`` (:func:`huo_caller`)
+HUO_GROUP = "获者"
 
 #: the 大射正 speaks once the 公's arrow has come down: 「以矢行告于公」 [001]. INFERENCE: the 物 to
 #: the 大侯 is about 129 m (ceremony/courtyard.toml), some 2.3 s of flight at about 55 m/s (OUTSIDE).
@@ -20,9 +29,21 @@ ZHENG_LEN_S = 0.7         # one spoken syllable, s
 ZHENG_VELOCITY = 90
 
 
-def huo_calls(b: Builder, spec: CueSpec, t_arrow: float) -> None:
-    """The 获者's two calls after a hit: 举旌以宫 (loud), 偃旌以商 (soft)."""
-    caller = b.insts.get("获者")
+def huo_caller(hou: str) -> str:
+    """The instrument name of the 获者 at the 乏 of ``hou`` (大侯, 参 or 干)."""
+    return f"{HUO_GROUP}·{hou}"
+
+
+def pair_hou(pair: Pair) -> str:
+    """The 侯 ``pair`` shoots: its senior archer's (「公射大侯，大夫射参，士射干」; 「卑者与尊者为耦，
+    不异侯」), by :data:`yuexuan.scoring.shiho.OWN_HOU`, the checker's table."""
+    senior = min(ARCHER_RANKS.index(pair.upper.rank), ARCHER_RANKS.index(pair.lower.rank))
+    return TARGETS[int(OWN_HOU[senior])]
+
+
+def huo_calls(b: Builder, spec: CueSpec, t_arrow: float, hou: str) -> None:
+    """The two calls of the 获者 of ``hou`` after a hit on it: 举旌以宫 (loud), 偃旌以商 (soft)."""
+    caller = b.insts.get(huo_caller(hou))
     if caller is None or not b.available(caller):
         return
     ws = wusheng(b.sheet.gong.lv)
@@ -45,10 +66,11 @@ def zheng_calls(b: Builder, spec: CueSpec, t_arrow: float, where: str) -> None:
 
 def arrow_calls(b: Builder, spec: CueSpec, pair: Pair, round_: int, k: int, t_arrow: float) -> None:
     """The calls that follow the k-th arrow (0-based, shooting order) of ``pair`` in ``round_``,
-    loosed at ``t_arrow`` s, by the cue sheet's ``hits`` marks: the 获者's on a hit, the 大射正's
-    on a miss of the 公 whose place is marked (a ``.`` miss of the 公 gets a warning, no call)."""
+    loosed at ``t_arrow`` s, by the cue sheet's ``hits`` marks: on a hit the 获者's of the pair's
+    侯 (:func:`pair_hou`), on a miss of the 公 whose place is marked the 大射正's (a ``.`` miss of
+    the 公 gets a warning, no call)."""
     if pair.hit(round_, k):
-        huo_calls(b, spec, t_arrow)
+        huo_calls(b, spec, t_arrow, pair_hou(pair))
         return
     _, archer = pair.shooter(k)
     if archer.rank != "公":
@@ -62,7 +84,8 @@ def arrow_calls(b: Builder, spec: CueSpec, pair: Pair, round_: int, k: int, t_ar
 
 
 def calls_cue(b: Builder, spec: CueSpec, t0: float, vdefs: dict[str, Any]) -> Placed:
-    """The 负侯者's calls at their offsets; the beat is :data:`CALL_STEP_S`.
+    """The 负侯者's calls at their offsets, each by every body its ``who`` names; the beat is
+    :data:`CALL_STEP_S`.
 
     A call marked ``plain`` is spoken (no pitch) unless O16 (``fuhou_round3``) restores 宫 and 商;
     under O15 (``fuhou_gongshang``) 张尔岐 a call is held until the next one starts."""
@@ -81,12 +104,14 @@ def calls_cue(b: Builder, spec: CueSpec, t0: float, vdefs: dict[str, Any]) -> Pl
         nxt = calls[n + 1] if n + 1 < len(calls) else None
         if held and nxt is not None and nxt.who == c.who and not (c.plain or nxt.plain) and nxt.at > c.at:
             seconds = nxt.at - c.at                   # 以宫趋: the 宫 carried to the 商
-        inst = b.insts[c.who]
-        if c.plain and not gongshang:
-            b.note(spec, t0 + c.at, seconds, inst, None, c.velocity, lyric=c.word or None, key="calls",
-                   spoken=True)
-        else:
-            b.note(spec, t0 + c.at, seconds, inst, parse_pitch(ws[c.sheng]), c.velocity,
-                   lyric=c.word or None, key="calls")
+        for inst in (b.insts[name] for name in members(b.insts, c.who)):
+            if not b.available(inst):
+                continue
+            if c.plain and not gongshang:
+                b.note(spec, t0 + c.at, seconds, inst, None, c.velocity, lyric=c.word or None, key="calls",
+                       spoken=True)
+            else:
+                b.note(spec, t0 + c.at, seconds, inst, parse_pitch(ws[c.sheng]), c.velocity,
+                       lyric=c.word or None, key="calls")
         end = max(end, t0 + c.at + seconds)
     return Placed(end, [t0], CALL_STEP_S)

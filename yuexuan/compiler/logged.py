@@ -1,5 +1,6 @@
-"""Calls from a shot log (``--shots LOG``, docs/check.md): the 获者's 获 and the 大射正's
-留 / 扬 / 方 at the log's times instead of the cue sheet's ``hits`` strings.
+"""Calls from a shot log (``--shots LOG``, docs/check.md): the 获者's 获 (by the 获者 of the 侯 the
+row says was hit) and the 大射正's 留 / 扬 / 方 at the log's times instead of the cue sheet's
+``hits`` strings.
 
 A round the log has rows for is "covered": its shooting cues make no calls from the ``hits``
 strings (:meth:`Builder.strings_decide`) and each row of that round whose time (timeline seconds of
@@ -17,7 +18,7 @@ from yuexuan.compiler.builder import Builder
 from yuexuan.compiler.calls import huo_calls, zheng_calls
 from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS, CueSpec
-from yuexuan.rite.vocabulary import RESULTS, ZHENG_CALLS
+from yuexuan.rite.vocabulary import RESULTS, TARGETS, ZHENG_CALLS
 from yuexuan.scoring import shiho
 from yuexuan.scoring.shots import Shots
 
@@ -56,7 +57,7 @@ class LoggedCalls:
                               & ~self.used)
         self.used[rows] = True
         for i in rows[self.huo[rows]].tolist():
-            huo_calls(b, spec, float(s.time[i]))
+            huo_calls(b, spec, float(s.time[i]), TARGETS[s.target[i]])
         for i in rows[self.zheng[rows]].tolist():
             zheng_calls(b, spec, float(s.time[i]), RESULTS[s.result[i]])
 

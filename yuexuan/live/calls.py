@@ -2,10 +2,11 @@
 
 The 获者's 获 (举旌以宫, loud, then 偃旌以商, soft: :func:`yuexuan.compiler.calls.huo_calls`) and
 the 大射正's 留 / 扬 / 方 (:func:`yuexuan.compiler.calls.zheng_calls`) are compiled as notes of
-the instruments 获者 and 大射正 with the call's word as lyric. A live hit sounds the first compiled
-获 call's own MIDI messages (channel, key, velocity, lengths, the 商's distance from the 宫), moved
-to now: nothing is worked out again here. The cues judged live leave their compiled calls out
-(:func:`without_calls`), so no call sounds twice.
+the instruments 获者·<侯> (one at each 侯's 乏) and 大射正 with the call's word as lyric. A live hit
+sounds the first compiled 获 call of the 获者 of the 侯 it struck, its own MIDI messages (channel,
+key, velocity, lengths, the 商's distance from the 宫), moved to now: nothing is worked out again
+here. The cues judged live leave their compiled calls out (:func:`without_calls`), so no call
+sounds twice.
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from yuexuan.compiler.calls import HUO_GROUP, huo_caller
 from yuexuan.formats.midimessages import TimedMessage
 from yuexuan.live.program import message_kind
 from yuexuan.live.queue_items import Kind
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
-from yuexuan.rite.vocabulary import ZHENG_CALLS
+from yuexuan.rite.vocabulary import TARGETS, ZHENG_CALLS
 from yuexuan.timeline import Note, Timeline
 
 HUO = "获"
-HUO_CALLER = "获者"
 ZHENG_CALLER = "大射正"
 
 
@@ -35,8 +36,17 @@ class CallEvent:
     key: tuple[int, int] | None  # (channel, note) for ON/OFF
 
 
+def huo_key(hou: str) -> str:
+    """The key of :func:`call_templates` for the 获 of the 获者 of ``hou`` (大侯, 参 or 干)."""
+    return f"{HUO}·{hou}"
+
+
+def _is_huo(note: Note) -> bool:
+    return note.instrument.startswith(f"{HUO_GROUP}·") and note.lyric == HUO
+
+
 def _is_call(note: Note) -> bool:
-    return ((note.instrument == HUO_CALLER and note.lyric == HUO)
+    return (_is_huo(note)
             or (note.instrument == ZHENG_CALLER and note.lyric in ZHENG_CALLS))
 
 
@@ -71,15 +81,17 @@ def _events(messages: Iterable[TimedMessage], notes: Iterable[Note], start: floa
 
 
 def call_templates(timeline: Timeline, messages: Sequence[TimedMessage]) -> dict[str, tuple[CallEvent, ...]]:
-    """{word: the CallEvents of its first compiled call}: 获 (the 获者's 宫 and the 商 that
-    follows it) and each of 留 / 扬 / 方 the 大射正 calls somewhere in ``timeline``; a word with no
-    compiled call is absent (a 大射正 word falls back on another: the spoken key is the same)."""
+    """{key: the CallEvents of its first compiled call}: for each 侯, :func:`huo_key` → the first 获
+    of its 获者 (the 宫 and the 商 that follows it), and each of 留 / 扬 / 方 the 大射正 calls
+    somewhere in ``timeline``. A 侯 whose 获者 has no compiled call is absent (its 获者 has no track
+    to sound on); a 大射正 word with none falls back on another (the spoken key is the same)."""
     calls = [n for n in timeline.notes if _is_call(n)]
     out: dict[str, tuple[CallEvent, ...]] = {}
-    huo = [n for n in calls if n.instrument == HUO_CALLER]
-    if len(huo) >= 2:
-        first, second = huo[0], huo[1]        # 举旌以宫, then 偃旌以商 (compiled in pairs)
-        out[HUO] = _events(messages, (first, second), first.time)
+    for hou in TARGETS:
+        huo = [n for n in calls if n.instrument == huo_caller(hou) and n.lyric == HUO]
+        if len(huo) >= 2:
+            first, second = huo[0], huo[1]        # 举旌以宫, then 偃旌以商 (compiled in pairs)
+            out[huo_key(hou)] = _events(messages, (first, second), first.time)
     zheng = [n for n in calls if n.instrument == ZHENG_CALLER]
     for word in ZHENG_CALLS:
         said = [n for n in zheng if n.lyric == word] or zheng

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from yuexuan.live import osc
-from yuexuan.live.calls import HUO, CallEvent
+from yuexuan.live.calls import CallEvent, huo_key
 from yuexuan.live.health import LOG_FAILING, LOG_NONE, LOG_OK, InputHealth
 from yuexuan.live.judge import Judge, JudgedShot, RoundEnd, ShotError
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
@@ -136,7 +136,7 @@ class Hub:
                 self.report_bad(f"shot of {fields.get('archer')}: {column}{j.message} "
                                 "(not judged)", arrival)
                 return None
-            word = HUO if j.huo else j.zheng
+            word = huo_key(j.row["target"]) if j.huo else j.zheng       # the 获者 of the 侯 hit
             if word is not None and word in self.calls and self.show.sound_call(self.calls[word]):
                 self.call_lag_s.append(self.show.now() - arrival)
             self._write(j)

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, SHOOTING_KINDS, Call, CueSpec
 from yuexuan.rite.cuesheet_setting import seconds
-from yuexuan.rite.instruments import KINDS, Instrument
+from yuexuan.rite.instruments import KINDS, Instrument, members
 from yuexuan.rite.pieces import Piece
 from yuexuan.rite.tomlfile import Fields
 from yuexuan.rite.tuning import WUSHENG
@@ -115,20 +115,25 @@ def _xian(cf: Fields, vdefs: dict[str, Any]) -> tuple[tuple[str, ...] | None, tu
 
 
 def calls(cf: Fields, instruments: dict[str, Instrument]) -> tuple[Call, ...]:
-    """The cue's ``calls``: the 负侯者's calls, each on a 声 of the mode, or ``plain`` (spoken, no
-    pitch; its ``sheng``, default 宫, is used only where a variant restores 宫 and 商)."""
+    """The cue's ``calls``: the 负侯者's calls (``who``: an instrument, or a group of them such as
+    负侯者, :func:`~yuexuan.rite.instruments.members`), each on a 声 of the mode, or ``plain``
+    (spoken, no pitch; its ``sheng``, default 宫, is used only where a variant restores 宫 and 商)."""
     out = []
     for kf in cf.tables("calls", []):
         kf.unknown(CALL_KEYS)
         who = kf.get("who", str)
-        if who not in instruments:
-            raise kf.error("who", f"unknown instrument {who!r}")
-        if instruments[who].family != "voice":
-            raise kf.error("who", f"{who} is not a voice (family {instruments[who].family!r}); "
-                                  "calls are spoken or sung")
+        bodies = [instruments[n] for n in members(instruments, who)]
+        if not bodies:
+            raise kf.error("who", f"unknown instrument {who!r} (an instrument, or a group of them "
+                                  f"named {who}·…)")
+        for body in bodies:
+            if body.family != "voice":
+                raise kf.error("who", f"{body.name} is not a voice (family {body.family!r}); calls "
+                                      "are spoken or sung")
         plain = kf.get("plain", bool, False)
-        if not plain and not instruments[who].pitched:
-            raise kf.error("plain", f"{who} has no pitch (see {instruments[who].file}); mark the call "
+        mute = next((body for body in bodies if not body.pitched), None)
+        if not plain and mute is not None:
+            raise kf.error("plain", f"{mute.name} has no pitch (see {mute.file}); mark the call "
                                     "`plain = true`")
         out.append(Call(who, kf.get("sheng", str, "宫" if plain else ..., choices=WUSHENG),
                         kf.get("word", str, ""), seconds(kf, "at"), seconds(kf, "seconds", lo=0.01),

@@ -202,6 +202,14 @@ def place_summary(places_by_cue: dict[str, dict[str, dict[str, Any]]]) -> dict[s
     return out
 
 
+def members(insts: dict[str, Instrument], who: str) -> list[str]:
+    """The instruments ``who`` names, in ``insts``' order: itself if it is one, else the group of
+    bodies named ``who·…`` (the 负侯者 of each 侯: 负侯者·大侯, 负侯者·参, 负侯者·干); [] for none."""
+    if who in insts:
+        return [who]
+    return [name for name in insts if name.startswith(f"{who}·")]
+
+
 def load_all(source: DataSource = DataSource()) -> dict[str, Instrument]:
     """All instruments of instruments/ of ``source`` (default: the packaged data), by name."""
     out: dict[str, Instrument] = {}
