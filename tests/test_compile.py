@@ -213,7 +213,7 @@ def test_heard_jie_beyond_the_rank_count_is_refused(cli, default_cues, tmp_path)
 @pytest.mark.parametrize("rank,n_jie", [("诸侯", 7), ("天子", 9), ("卿大夫", 5), ("士", 5)])
 def test_shejie_counts_by_rank(default_cues, tmp_path, rank, n_jie):
     tl = compile_file(_with_rank(default_cues, tmp_path, rank))
-    beats = [b for b in tl.beats if b.cue == "lishou"]
+    beats = [b for b in tl.beats if b.cue == tl.cue("lishou").id]      # the alias names the 射节 cue
     per_pair = defaultdict(list)
     for b in beats:
         per_pair[b.pair].append(b)

@@ -218,3 +218,34 @@ def test_o32_size_of_the_gong(default_cues, tmp_path, option, rank, voices):
         want = [x.velocity for x in base.notes if x.cue == "luming" and x.instrument == name]
         assert got and len(got) == len(want)
         assert [g - w for g, w in zip(got, want)] == [step[name][n]] * len(got), (name, n)
+
+
+SHEJIE_ID = {"天子": "zouyu", "诸侯": "lishou", "卿大夫": "caipin", "士": "caifan"}
+PIECE_WORDS = {"驺虞": ("驺虞", "Zouyu"), "貍首": ("貍首", "狸首", "Wildcat"), "采蘋": ("采蘋", "Duckweed"),
+               "采蘩": ("采蘩", "Artemisia")}
+
+
+@pytest.mark.parametrize("rank", list(PIECE))
+def test_the_shejie_cue_is_named_and_captioned_for_its_piece(compiled, rank):
+    """At each rank the 射节 cue takes its piece's id and caption (a 天子's 驺虞 is never captioned
+    「貍首」); the cue sheet's id, lishou, stays an alias."""
+    from yuexuan.formats.captions import vtt_text
+    from yuexuan.timeline import from_dict
+    tl, r = compiled[rank]
+    assert r.returncode == 0, r.stderr
+    cue = from_dict(tl).cue("lishou")
+    assert cue.kind == "shejie" and cue.id == SHEJIE_ID[rank] and cue.piece == PIECE[rank]
+    assert cue.aliases == (() if rank == "诸侯" else ("lishou",))
+    caption = vtt_text([(cue.start, cue.end, cue)])
+    assert PIECE[rank] in caption
+    for title, words in PIECE_WORDS.items():
+        if title != PIECE[rank]:
+            assert not any(w in caption for w in words), (rank, title, caption)
+
+
+def test_lishou_still_selects_the_tianzi_shejie_cue(default_cues, tmp_path):
+    from yuexuan.live.program import window_time
+    tl, _ = compile_path(sheet_with(default_cues, tmp_path, "天子"), ["lishou"])
+    assert [c.id for c in tl.cues] == ["zouyu"] and tl.cues[0].start == 0.0
+    assert window_time(tl, "lishou+30") == 30.0 == window_time(tl, "zouyu+30")
+    assert {b.cue for b in tl.beats} == {"zouyu"} and len(tl.beats) == 8 * 2 * N_JIE["天子"]

@@ -70,6 +70,9 @@ class Cue:
     # the round (1, 2, 3) a shooting cue (kind shoot or shejie) belongs to; None for the others.
     # Round 2 is shot in two cues (the 三耦, then the 公 and the rest, 去侯 again between them)
     round: int | None = None
+    # other ids that select this cue (--cues, play's CUE+S, check --cue): a 射节 cue compiled as
+    # another piece keeps the cue sheet's id here (a 天子's zouyu is also ``lishou``)
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,10 +150,22 @@ class Timeline:
         return float(t) + sel.origin_s + closed
 
     def cue(self, cue_id: str) -> Cue:
+        """The cue of id (or alias) ``cue_id``."""
         for c in self.cues:
             if c.id == cue_id:
                 return c
+        for c in self.cues:
+            if cue_id in c.aliases:
+                return c
         raise KeyError(cue_id)
+
+    def cue_names(self) -> dict[str, str]:
+        """Every name that selects a cue (its id and its aliases) → the cue's id."""
+        names = {c.id: c.id for c in self.cues}
+        for c in self.cues:
+            for a in c.aliases:
+                names.setdefault(a, c.id)
+        return names
 
     def beat_times(self, cue: str | None = None) -> npt.NDArray[np.float64]:
         """Times (s) of the 射节 建鼓 strokes, optionally of one cue, ascending."""
@@ -170,13 +185,13 @@ class Timeline:
 
 def chosen_cues(tl: Timeline, cue_ids: Iterable[str], key: str = "--cues",
                 file: str | None = None) -> list[Cue]:
-    """The cues of ``cue_ids``, in timeline order; an unknown id is refused with
+    """The cues of ``cue_ids`` (ids or aliases), in timeline order; an unknown id is refused with
     :func:`yuexuan.errors.unknown_cue` (naming ``key`` and ``file``)."""
-    known = [c.id for c in tl.cues]
+    names = tl.cue_names()
     for cue_id in cue_ids:
-        if cue_id not in known:
-            raise unknown_cue(cue_id, known, key=key, file=file)
-    wanted = set(cue_ids)
+        if cue_id not in names:
+            raise unknown_cue(cue_id, list(names), key=key, file=file)
+    wanted = {names[cue_id] for cue_id in cue_ids}
     return [c for c in tl.cues if c.id in wanted]
 
 
@@ -254,7 +269,7 @@ def to_dict(tl: Timeline) -> dict[str, Any]:
     for c in tl.cues:
         d = asdict(c)
         d["start"], d["end"] = _r(c.start), _r(c.end)
-        d["instruments"] = list(c.instruments)
+        d["instruments"], d["aliases"] = list(c.instruments), list(c.aliases)
         d["phrases"] = [_r(t) for t in c.phrases]
         cues.append(d)
     notes = []

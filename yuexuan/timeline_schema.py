@@ -91,13 +91,19 @@ def _schema_number(d: dict[str, Any]) -> None:
 
 
 def _cross_checks(d: dict[str, Any]) -> None:
-    """What the schema cannot say: cue ids are unique, every note and beat names one of them, and a
-    selection closes one space per cue."""
+    """What the schema cannot say: cue ids and aliases are unique, every note and beat names a cue by
+    its id, and a selection closes one space per cue."""
     ids = set()
     for i, c in enumerate(d["cues"]):
         if c["id"] in ids:
             raise ValueError(f"cues[{i}].id: {c['id']!r:.40} is the id of an earlier cue too")
         ids.add(c["id"])
+    names = set(ids)
+    for i, c in enumerate(d["cues"]):
+        for k, a in enumerate(c.get("aliases", ())):
+            if a in names:
+                raise ValueError(f"cues[{i}].aliases[{k}]: {a!r:.40} already names a cue")
+            names.add(a)
     for key in ("notes", "beats"):
         for i, x in enumerate(d[key]):
             if x["cue"] not in ids:

@@ -15,7 +15,7 @@ from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_
 from yuexuan.compiler.calls import calls_cue
 from yuexuan.compiler.logged import LoggedCalls, cue_round
 from yuexuan.compiler.music import music_cue
-from yuexuan.compiler.shooting import shejie_cue, shoot_cue, target_flights
+from yuexuan.compiler.shooting import as_played, shejie_cue, shoot_cue, target_flights
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError, unknown_cue
 from yuexuan.rite import courtyard, cuesheet
@@ -84,12 +84,16 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     sheet = replace(sheet, pairs=variants_mod.apply_to_pairs(vdefs, sheet.variants, sheet.pairs))
     insts, narrowed = variants_mod.apply_to_instruments(vdefs, sheet.variants, insts)
     dropped = variants_mod.dropped_cues(vdefs, sheet.variants)
-    specs = [variants_mod.apply_to_cue(vdefs, sheet.variants, c) for c in sheet.cues if c.id not in dropped]
-    known = [c.id for c in specs]
+    rank = ranks[sheet.rank]
+    # a 射节 cue takes the id and caption of the piece it plays; the sheet's id is its alias
+    played = [as_played(variants_mod.apply_to_cue(vdefs, sheet.variants, c), rank)
+              for c in sheet.cues if c.id not in dropped]
+    specs = [spec for spec, _ in played]
+    sheet_ids = [c.id for c in sheet.cues if c.id not in dropped]
+    known = [c.id for c in specs] + [a for _, a in played if a]
     for cid in select or ():               # before compiling: the cue sheet's refusal
         if cid not in known:
             raise unknown_cue(cid, known, key="--cues", file=sheet.file)
-    rank = ranks[sheet.rank]
     voices = gong_voices(vdefs, sheet.variants, sheet.rank)
     b = Builder(sheet, insts, rank, variants_mod.effect(vdefs, sheet.variants, "jiangu_bei")["struck"],
                 voice_offsets(voices, insts))
@@ -99,7 +103,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     b.narrowed = narrowed
     cues, t = [], 0.0
     places = instruments_mod.cue_places(insts, [c.id for c in sheet.cues], sheet.variants, vdefs)
-    for n, spec in enumerate(specs):
+    for n, (spec, alias) in enumerate(played):
         if n:
             t += sheet.gap_seconds
         first_note = len(b.notes)
@@ -122,8 +126,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
                         source,
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
                         spec.gloss, tuple(placed.phrases), placed.beat_s,
-                        later_source=sounded.later_source(), places=places[spec.id],
-                        round=cue_round(spec)))
+                        later_source=sounded.later_source(), places=places[sheet_ids[n]],
+                        round=cue_round(spec), aliases=(alias,) if alias else ()))
         t = placed.end
         if t > MAX_TIMELINE_S:
             raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "

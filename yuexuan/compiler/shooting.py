@@ -1,13 +1,15 @@
-"""The rounds of shooting: unaccompanied rounds and the 射节 of round 3 (the drum grid)."""
+"""The rounds of shooting: unaccompanied rounds and the 射节 of round 3 (its drum pattern: O33)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from yuexuan.compiler.builder import STROKE_S, VELOCITY, Builder, Placed
 from yuexuan.compiler.calls import arrow_calls
 from yuexuan.compiler.music import cue_sides
+from yuexuan.compiler.shejie_pattern import jie_plan
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.courtyard import Courtyard
@@ -35,7 +37,8 @@ def shoot_cue(b: Builder, spec: CueSpec, t0: float) -> Placed:
 
 def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece], ranks: dict[str, Rank],
                vdefs: dict[str, Any]) -> Placed:
-    """The 射节 of round 3; the beat is one syllable of the sung line, jie_seconds / syllables_per_jie."""
+    """The 射节 of round 3: each 节 the strokes of the chosen pattern (O33, compiler/shejie_pattern.py);
+    the beat is one syllable of the sung line, the 节's length / syllables_per_jie."""
     sheet, sj = b.sheet, b.sheet.shejie
     n_jie = ranks[sheet.rank].shejie_jie
     shoot_jie = variants_mod.effect(vdefs, sheet.variants, "shejie")["shoot_jie"]
@@ -56,11 +59,19 @@ def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece]
         b.warnings.append(f"cue {spec.id!r}: no melody instrument is hung for a {sheet.rank} "
                           f"({b.sides}); the cue is silent")
     shuo, ying = b.resolve(["朔鼙"]), b.resolve(["应鼙"])
-    strikers = b.resolve(["建鼓", "鑮"])
+    score = variants_mod.effect(vdefs, sheet.variants, "shejie_pattern")["score"] \
+        if "shejie_pattern" in vdefs else ""
+    plan = jie_plan(score, sj)
+    # the grid strikes the 建鼓 with the 鑮 (郑 「奏乐以鼓鑮为节」); a score's □ is the 建鼓 alone
+    # (注 「方者击鼓」); a score's ○ falls to the other 鼙 where a rank hangs only one
+    strikers = b.resolve(["建鼓", "鑮"] if not score else ["建鼓"])
+    drums = {"朔鼙": shuo if shuo or not score else ying, "应鼙": ying if ying or not score else shuo,
+             "建鼓": strikers}
     if not any(i.kind == "建鼓" for i in strikers):
         raise UserError(f"cue {spec.id!r}: no 建鼓 is struck, so the 射节 has no beat (不鼓不释); check "
                         "the rank and the jiangu_bei variant", file=sheet.file, line=spec.line)
-    J, spj = sj.jie_seconds, sj.syllables_per_jie
+    J, spj = plan.jie_seconds, sj.syllables_per_jie
+    stroke_s = STROKE_S if not score else min(STROKE_S, 0.9 * sj.stroke_seconds)   # ends before the next
     pairs = sheet.pair_selection(spec.pairs)
     rnd = spec.round or 3
     phrases, g, syl = [], 0, 0
@@ -71,18 +82,19 @@ def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece]
         for j in range(1, per_pair + 1):
             jt = t0 + g * J
             phrases.append(jt)
-            for inst in shuo:
-                b.note(spec, jt + sj.pi_offsets[0], STROKE_S, inst, None, VELOCITY["鼙"], key="shejie")
-            for inst in ying:
-                b.note(spec, jt + sj.pi_offsets[1], STROKE_S, inst, None, VELOCITY["鼙"] - 6, key="shejie")
             shooting = j > heard
-            for k, off in enumerate(sj.gu_offsets):
-                ts = jt + off
+            for stroke in plan.strokes:
+                ts = jt + stroke.offset_s
+                if stroke.drum != "建鼓":
+                    vel = VELOCITY["鼙"] - (6 if stroke.drum == "应鼙" else 0)
+                    for inst in drums[stroke.drum]:
+                        b.note(spec, ts, stroke_s, inst, None, vel, key="shejie")
+                    continue
                 for inst in strikers:
                     vel = VELOCITY.get(inst.kind, 96) + (8 if shooting else 0)
-                    b.note(spec, ts, STROKE_S if not inst.pitched else J / 2, inst, None, vel, key="shejie")
-                if shooting:
-                    arrow_index = 2 * (j - heard - 1) + k          # 0..7 in shooting order
+                    b.note(spec, ts, stroke_s if not inst.pitched else J / 2, inst, None, vel, key="shejie")
+                if shooting and stroke.release is not None:
+                    arrow_index = 2 * (j - heard - 1) + stroke.release          # 0..7 in shooting order
                     role, archer = pair.shooter(arrow_index)
                     b.beats.append(Beat(ts, spec.id, pair.id, j, True, role, archer.name, j - heard,
                                         archer.rank))
@@ -99,6 +111,20 @@ def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece]
                            lyric=word if inst.family == "voice" else None)
             g += 1
     return Placed(t0 + g * J, phrases, J / spj, piece.reconstruction, title, rank_source)
+
+
+def as_played(spec: CueSpec, rank: Rank) -> tuple[CueSpec, str | None]:
+    """A 射节 cue as it is compiled at ``rank``: with the id and caption its ``by_piece`` gives the
+    piece it plays (the cue's own piece, else the rank's), and the cue sheet's id as an alias
+    (``--cues lishou`` still selects a 天子's zouyu); other cues unchanged, alias None."""
+    if spec.kind != "shejie" or not spec.by_piece:
+        return spec, None
+    names = dict(spec.by_piece).get(spec.piece or rank.shejie_piece)
+    if names is None:
+        return spec, None
+    fields = {k: v for k in ("starts_when", "ends_when", "source", "gloss", "performers")
+              if (v := getattr(names, k)) is not None}
+    return replace(spec, id=names.id, **fields), (spec.id if names.id != spec.id else None)
 
 
 def shejie_piece(b: Builder, spec: CueSpec, rank: Rank, pieces: Mapping[str, Piece]) -> tuple[str, str]:

@@ -78,14 +78,14 @@ def window_time(timeline: Timeline, value: str | float | None, option: str = "--
 def _cue_time(timeline: Timeline, text: str, option: str) -> float:
     """``CUE``, ``CUE+S`` or ``CUE-S``: the cue's start plus the offset (s). The cue id is the
     longest prefix before a sign that names a cue, so ids holding ``-`` or ``+`` work too."""
-    ids = [c.id for c in timeline.cues]
+    ids = timeline.cue_names()                          # ids and aliases (a 天子's zouyu is lishou too)
     cut = len(text) if text in ids else next(
         (i for i in range(len(text) - 1, 0, -1) if text[i] in "+-" and text[:i].strip() in ids),
         None)
     if cut is None:
-        raise unknown_cue(re.split(r"[+-]", text, maxsplit=1)[0].strip() or text, ids, key=option)
+        raise unknown_cue(re.split(r"[+-]", text, maxsplit=1)[0].strip() or text, list(ids), key=option)
     cue_id = text[:cut].strip()
-    cue = timeline.cues[ids.index(cue_id)]
+    cue = timeline.cue(cue_id)
     try:
         offset = float(text[cut] + text[cut + 1:].strip()) if cut < len(text) else 0.0
     except ValueError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, SHOOTING_KINDS, Call, CueSpec
+from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, SHOOTING_KINDS, Call, CueSpec, PieceNames
 from yuexuan.rite.cuesheet_setting import seconds
 from yuexuan.rite.instruments import KINDS, Instrument, members
 from yuexuan.rite.pieces import Piece
@@ -17,7 +17,8 @@ from yuexuan.rite.tuning import WUSHENG
 CUE_KEYS = {"id", "piece", "action", "kind", "performers", "starts_when", "ends_when", "source", "gloss",
             "xian", "melody", "jie", "intro", "open_ended", "default_seconds", "zhong", "sanzhong",
             "accompaniment", "calls", "round", "pairs", "arrow_seconds", "pair_seconds", "reconstruction",
-            "syllable_seconds", "note_seconds"}
+            "syllable_seconds", "note_seconds", "by_piece"}
+BY_PIECE_KEYS = {"id", "starts_when", "ends_when", "source", "gloss", "performers"}
 CALL_KEYS = {"who", "sheng", "word", "at", "seconds", "velocity", "plain"}
 XIAN_SIDES = ("东", "西", "北", "南", "堂上")
 
@@ -40,13 +41,44 @@ def cues(top: Fields, known: Known) -> tuple[CueSpec, ...]:
     first_at: dict[str, int] = {}
     for i, cf in enumerate(tables):
         cf.unknown(CUE_KEYS)
-        cid = cf.get("id", str)
-        if not cid.strip() or "," in cid:
-            raise cf.error("id", "expected a non-empty id without commas")
+        cid = _id(cf)
         if cid in first_at:
             raise cf.error("id", f"duplicate cue id {cid!r} (first at cue[{first_at[cid]}])")
         first_at[cid] = i
         out.append(cue(cf, cid, known))
+    for cf, spec in zip(tables, out):
+        for title, names in spec.by_piece:
+            if names.id != spec.id and names.id in first_at:
+                raise cf.table("by_piece").table(title).error(
+                    "id", f"{names.id!r} is the id of cue[{first_at[names.id]}] too; "
+                          "expected an id of its own")
+    return tuple(out)
+
+
+def _id(f: Fields) -> str:
+    cid = f.get("id", str)
+    if not cid.strip() or "," in cid:
+        raise f.error("id", "expected a non-empty id without commas")
+    return cid
+
+
+def by_piece(cf: Fields, kind: str, known: Known) -> tuple[tuple[str, PieceNames], ...]:
+    """A 射节 cue's ``[cue.by_piece."TITLE"]`` tables: the id and caption it takes when it plays
+    that piece (the rank's, 礼记·射义), so that a 天子's 驺虞 is not captioned as another piece."""
+    if not cf.has("by_piece"):
+        return ()
+    if kind != "shejie":
+        raise cf.error("by_piece", "only a 射节 cue (kind = \"shejie\") plays a piece chosen by "
+                                   "the rank")
+    tf, out = cf.table("by_piece"), []
+    for title in tf.data:
+        if title not in known.pieces:
+            raise tf.error(title, f"unknown piece {title!r}; "
+                                  f"expected one of: {', '.join(sorted(known.pieces))}")
+        pf = tf.table(title)
+        pf.unknown(BY_PIECE_KEYS)
+        fields = (pf.get(k, str, None) for k in ("starts_when", "ends_when", "source", "gloss", "performers"))
+        out.append((title, PieceNames(_id(pf), *fields)))
     return tuple(out)
 
 
@@ -83,7 +115,7 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
         pair_seconds=seconds(cf, "pair_seconds", 8.0),
         reconstruction=cf.get("reconstruction", bool, None),
         syllable_seconds=seconds(cf, "syllable_seconds", None, lo=0.05),
-        note_seconds=seconds(cf, "note_seconds", None, lo=0.05))
+        note_seconds=seconds(cf, "note_seconds", None, lo=0.05), by_piece=by_piece(cf, kind, known))
 
 
 def _instrument_names(cf: Fields, key: str, instruments: dict[str, Instrument]) -> tuple[str, ...]:

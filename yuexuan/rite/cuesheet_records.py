@@ -15,6 +15,8 @@ SHOOTING_KINDS = ("shoot", "shejie")       # the cues of the three rounds (docs/
 MAX_SECONDS = 6 * 3600.0          # no single setting may exceed six hours
 MAX_PAIRS = 200_000
 MAX_CUES = 10_000
+#: how a 投壶 drum score meets the 节 (``[shejie] score_mapping``; yuexuan/compiler/shejie_pattern.py)
+SCORE_MAPPINGS = ("节一终", "矢一终")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,18 @@ class Call:
 
 
 @dataclass(frozen=True)
+class PieceNames:
+    """What a 射节 cue is called when it plays one piece (``[cue.by_piece."驺虞"]``): its id and the
+    caption fields that replace the cue's own (None: the cue's own is kept)."""
+    id: str
+    starts_when: str | None = None
+    ends_when: str | None = None
+    source: str | None = None
+    gloss: str | None = None
+    performers: str | None = None
+
+
+@dataclass(frozen=True)
 class CueSpec:
     id: str
     piece: str | None         # None: a 射节 cue whose piece the rank supplies
@@ -90,6 +104,7 @@ class CueSpec:
     reconstruction: bool | None = None
     syllable_seconds: float | None = None
     note_seconds: float | None = None
+    by_piece: tuple[tuple[str, PieceNames], ...] = ()   # a 射节 cue's id and caption per piece played
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,10 @@ class Shejie:
     gu_offsets: tuple[float, ...] = (1.0, 3.0)
     syllables_per_jie: int = 4
     heard_jie: int | None = None
+    # a 投壶 score (variant shejie_pattern, O33): the seconds between its strokes, and how it meets
+    # the 节 (SCORE_MAPPINGS); the grid above is not read then
+    stroke_seconds: float = 0.5
+    score_mapping: str = "节一终"
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from yuexuan.errors import UserError
-from yuexuan.rite.cuesheet_records import MAX_SECONDS, Ceremony, Shejie
+from yuexuan.rite.cuesheet_records import MAX_SECONDS, SCORE_MAPPINGS, Ceremony, Shejie
 from yuexuan.rite.tomlfile import Fields
 from yuexuan.rite.tuning import parse_pitch, table
 from yuexuan.rite.vocabulary import CEREMONY_RANKS
 
 CEREMONY_KEYS = {"name", "rank", "huangzhong_hz", "gong", "gap_seconds", "syllable_seconds",
                  "note_seconds", "open_ended_seconds"}
-SHEJIE_KEYS = {"jie_seconds", "pi_offsets", "gu_offsets", "syllables_per_jie", "heard_jie"}
+SHEJIE_KEYS = {"jie_seconds", "pi_offsets", "gu_offsets", "syllables_per_jie", "heard_jie", "stroke_seconds",
+               "score_mapping"}
 
 
 def seconds(f: Fields, key: str, default: Any = ..., lo: float = 0.0) -> Any:
@@ -82,14 +83,16 @@ def _offsets(f: Fields, key: str, default: tuple[float, ...]) -> tuple[float, ..
 
 
 def shejie(sf: Fields) -> Shejie:
-    """The ``[shejie]`` table: the 射节 drum grid of round 3."""
+    """The ``[shejie]`` table: the 射节 of round 3 — the drum grid, and how a 投壶 score is played."""
     sf.unknown(SHEJIE_KEYS)
     jie_seconds = sf.get("jie_seconds", float, 4.0, lo=0.2, hi=600.0)
     grid = Shejie(jie_seconds=jie_seconds,
                   pi_offsets=_offsets(sf, "pi_offsets", (0.0, 0.3)),
                   gu_offsets=_offsets(sf, "gu_offsets", (1.0, 3.0)),
                   syllables_per_jie=sf.get("syllables_per_jie", int, 4, lo=1, hi=64),
-                  heard_jie=sf.get("heard_jie", int, None, lo=0, hi=64))
+                  heard_jie=sf.get("heard_jie", int, None, lo=0, hi=64),
+                  stroke_seconds=sf.get("stroke_seconds", float, 0.5, lo=0.1, hi=60.0),
+                  score_mapping=sf.get("score_mapping", str, "节一终", choices=SCORE_MAPPINGS))
     if len(grid.pi_offsets) != 2:
         raise sf.error("pi_offsets", "expected two offsets: 朔鼙, then 应鼙")
     if len(grid.gu_offsets) != 2:
