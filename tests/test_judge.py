@@ -110,25 +110,41 @@ def test_every_live_verdict_is_checks_on_the_log_so_far(capsys, tmp_path, defaul
 
 
 def test_loose_time_is_judged_not_the_landing(default_timeline):
-    """A loose on the stroke with 贯 is released; 250 ms off is refused 不鼓不释; looses wait in
-    order (the first shot takes the first loose); a shot without a loose takes its own time."""
+    """A loose on the stroke with 贯 is released; 250 ms off is refused 不鼓不释; a shot without a
+    loose takes its own time. One loose pending an archer: a newer one replaces a stray one (so
+    it shifts none of his later shots); a loose outside the show, ahead of its clock or too old
+    is refused; a pending loose too old when the shot comes is dropped (counted, warned)."""
     rs = rules.rules_for(default_timeline, DataSource())
-    judge = judge_mod.Judge(rs, judge_mod.round_rosters(default_timeline))
-    b1, b2 = [b for b in default_timeline.beats if b.archer == "上耦上射"][:2]
+    judge = judge_mod.Judge(rs, judge_mod.round_rosters(default_timeline),
+                            span_s=(0.0, default_timeline.duration))
+    b1, b2, b3 = [b for b in default_timeline.beats if b.archer == "上耦上射"][:3]
     fields = {"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干", "result": "贯",
               "pair": "上耦"}
-    judge.loose("上耦上射", b1.time)
-    judge.loose("上耦上射", b2.time + 0.25)
     t1 = round(b1.time, 6)                                # the log's microseconds
-    assert judge.pending("上耦上射") == (t1, round(b2.time + 0.25, 6))
-    first = judge.shot(fields, b2.time + 1.0)
-    second = judge.shot(fields, b2.time + 1.8)
+    assert judge.loose("上耦上射", b1.time - 3.0, b1.time) is None     # a stray loose …
+    assert judge.loose("上耦上射", b1.time, b1.time) == judge_mod.Replaced(round(b1.time - 3, 6))
+    assert judge.pending("上耦上射") == (t1,) and judge.looses_replaced == 1
+    first = judge.shot(fields, b1.time + 1.0)
     assert (first.reason, first.row["time"], first.loose_s) == ("释", t1, t1)
+    assert judge.pending("上耦上射") == ()
+    # refused: outside the show (1e9 s), ahead of the clock by more than the tolerance, too old
+    for t, now, says in ((1e9, b2.time, "outside the show"), (b2.time + 0.5, b2.time, "ahead"),
+                         (b2.time - 9.0, b2.time, "old")):
+        err = judge.loose("上耦上射", t, now)
+        assert isinstance(err, judge_mod.ShotError) and says in err.message, err
+    assert judge.looses_refused == 3 and judge.pending("上耦上射") == ()
+    judge.loose("上耦上射", b2.time + 0.25, b2.time + 0.25)
+    second = judge.shot(fields, b2.time + 1.8)
     assert first.huo and second.huo                       # the 获者 calls a 贯 on his own 侯
     assert (second.reason, second.row["offset"]) == ("不鼓不释", 0.25)
-    third = judge.shot(fields, b1.time + 0.0123456789)    # no loose pending: its own time
-    assert third.loose_s is None and third.row["time"] == round(b1.time + 0.0123456789, 6)
-    assert [t["round"] for t in third.tallies] == [3] and third.tallies[0]["右"] == 2
+    judge.loose("上耦上射", b3.time - 1.0, b3.time - 1.0)    # its shot comes 9 s later: stale
+    third = judge.shot(fields, b3.time + 8.3123456789)
+    assert third.loose_s is None and third.row["time"] == round(b3.time + 8.3123456789, 6)
+    assert judge.looses_expired == 1 and "dropped" in third.warnings[-1]
+    assert [t["round"] for t in third.tallies] == [3] and third.tallies[0]["右"] == 1
+    judge.undo(third)                                     # its row could not be logged
+    assert len(judge) == 2 and judge.rows[-1]["time"] == second.row["time"]
+    assert judge.shot(fields, b3.time).number == 3
 
 
 def test_bad_shots_are_refused_and_nothing_is_kept(default_timeline):
@@ -141,7 +157,7 @@ def test_bad_shots_are_refused_and_nothing_is_kept(default_timeline):
                            ({"archer": "无名"}, "archer"), ({"result": "不中"}, "target")):
         err = judge.shot(good | change, 1201.5)
         assert isinstance(err, judge_mod.ShotError) and err.column == column, (change, err)
-    assert len(judge) == 0 and judge.pending("士乙") == (1200.0,)
+    assert len(judge) == 0 and judge.pending("士乙") == (1200.0,)    # the loose still pending
     assert isinstance(judge.loose("无名", 1.0), judge_mod.ShotError)
     assert isinstance(judge.loose("士乙", float("nan")), judge_mod.ShotError)
     assert judge.shot(good, 1201.5).number == 1
@@ -238,7 +254,12 @@ def test_a_cut_last_line_is_read_with_a_warning_and_dropped_on_reopen(capsys, tm
     log.write_bytes(b"time,archer,ra")                    # even the header cut
     with logwriter.ShotLogWriter(log) as w:
         assert w.repaired
-    assert log.read_bytes() == logwriter.HEADER
+        w.write(ROW)                   # the first row comes with the header, in one replace
+    assert log.read_bytes() == whole
+    log.unlink()
+    with logwriter.ShotLogWriter(log):  # no row: play leaves no log (never a header alone)
+        pass
+    assert not log.exists()
 
 
 def test_a_file_that_is_not_a_live_log_is_refused(tmp_path):

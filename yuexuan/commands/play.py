@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yuexuan import atomic
+from yuexuan.commands import play_judging
 from yuexuan.commands.common import add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
 from yuexuan.live import calls as live_calls
@@ -23,6 +24,7 @@ from yuexuan.live.terminal import Terminal
 from yuexuan.scoring import rules as rules_mod
 
 if TYPE_CHECKING:
+    from yuexuan.live.gate import Gate
     from yuexuan.live.judge import Judge
     from yuexuan.live.judging import Hub
     from yuexuan.live.program import Program
@@ -35,17 +37,6 @@ if TYPE_CHECKING:
 PORT_POLL_S = 0.5       # how often the output port is looked for (loss and return)
 SCREEN_S = 0.2          # status screen refresh period
 RT_PRIORITY = 5         # SCHED_FIFO priority of the scheduler thread: below JACK's (10+)
-LIVE_JUDGING_OPTIONS = (   # (flag, metavar, help) of live judging (docs/play.md, "Live judging")
-    ("--osc", "[HOST:]PORT", "listen for OSC over UDP (default host 127.0.0.1): shots judged live "
-     "(/yuexuan/loose, /yuexuan/shot, /yuexuan/correct) and show control (/yuexuan/go, stop, "
-     "hold, resume, panic); see docs/play.md"),
-    ("--osc-out", "HOST:PORT", "send OSC there: /yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, "
-     "/yuexuan/tally"),
-    ("--shots-log", "FILE", "append every shot judged live to FILE (check --format csv columns, "
-     "one fsynced row a shot)"),
-)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cues_file", metavar="CUES", nargs="?",
                    help="cue sheet (TOML) or a saved timeline (.json)")
@@ -87,8 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"priority {RT_PRIORITY} and stays normal where that is not allowed)")
     p.add_argument("--report", metavar="FILE.json",
                    help="write the run's timing report and cue anchors as JSON")
-    for flag, metavar, text in LIVE_JUDGING_OPTIONS:
-        p.add_argument(flag, metavar=metavar, help=text)
+    play_judging.add_arguments(p)
     p.add_argument("--hits-midi", metavar="PORT",
                    help="a hit sensor: the MIDI input whose name contains PORT sends a note per hit "
                         "on a 侯 (the cue sheet's [hits_midi] note map); judged live like --osc "
@@ -117,33 +107,6 @@ def program_for(args: argparse.Namespace,
     return build_program(tl, messages, None, args.from_s, args.until_s), tl, calls
 
 
-def _live_judge(args: argparse.Namespace, timeline: Timeline) -> Judge:
-    """For live judging: the Judge of the one timeline played, at the whole ceremony's seconds
-    (a shot log's, :func:`yuexuan.timeline.at_ceremony_times`), with ``check``'s rules."""
-    from yuexuan.live.judge import Judge, round_rosters
-    from yuexuan.timeline import at_ceremony_times
-
-    ceremony = at_ceremony_times(timeline)
-    rules = rules_mod.rules_from_args(args, ceremony, data_source(args))
-    judge = Judge(rules, round_rosters(ceremony))
-    # numpy's first calls in the judge take ~20 ms: spent here on a throwaway, not on the first hit
-    Judge(rules, None).shot({"archer": "-", "rank": "士", "role": "上射", "target": "干",
-                             "result": "贯"}, 0.0)
-    return judge
-
-
-def _shots_log(args: argparse.Namespace) -> ShotLogWriter | None:
-    """``--shots-log``'s writer (None without it); a repaired file is said on stderr."""
-    if not args.shots_log:
-        return None
-    from yuexuan.scoring.logwrite import ShotLogWriter
-
-    log = ShotLogWriter(args.shots_log)
-    if log.repaired:
-        print(f"yuexuan play: {args.shots_log}: {log.repaired}", file=sys.stderr)
-    return log
-
-
 def _print_ports(api: str) -> None:
     found = ports.list_ports(api)
     for kind in ("outputs", "inputs"):
@@ -162,6 +125,8 @@ class _Plan:
     go_trigger: timecode.Trigger        # --go-midi
     stop_trigger: timecode.Trigger      # --stop-midi
     listen: tuple[str, int] | None      # --osc's (host, port)
+    gate: Gate | None                   # --osc's allow-lists and rate limit
+    log_reserve_bytes: int | None       # --shots-log's reserve
     notify: osc.OscOut | None           # --osc-out
     sensor_map: HitsMidi | None         # --hits-midi's note map
     judge: Judge | None                 # when shots are judged live (--osc, --hits-midi)
@@ -198,7 +163,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     if args.shots_log and not judged:
         raise UserError("--shots-log needs shots to judge (--osc or --hits-midi)",
                         key="--shots-log")
-    listen = osc.host_port(args.osc, "--osc") if args.osc else None
+    listen, gate = play_judging.listen_plan(args)
     sensor_map = None
     if args.hits_midi:                   # the sensor's note map, checked before any port opens
         from yuexuan.rite import cuesheet_hits
@@ -206,13 +171,14 @@ def _plan(args: argparse.Namespace) -> _Plan:
     notify = (osc.OscOut(*osc.host_port(args.osc_out, "--osc-out", need_host=True))
               if args.osc_out else None)
     program, timeline, calls = program_for(args, judged)
-    judge = _live_judge(args, timeline) if judged else None
+    judge = play_judging.live_judge(args, timeline) if judged else None
+    reserve = play_judging.reserve_bytes(args, judge)
     options = show_mod.ShowOptions(auto=args.auto, from_s=program.from_s, until_s=program.until_s,
                                    clock=args.clock, clock_beat_s=clock_beat_s,
                                    mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
                                    rt_priority=None if args.no_realtime else RT_PRIORITY)
-    return _Plan(program, timeline, calls, options, go_trigger, stop_trigger, listen, notify,
-                 sensor_map, judge)
+    return _Plan(program, timeline, calls, options, go_trigger, stop_trigger, listen, gate,
+                 reserve, notify, sensor_map, judge)
 
 
 def _input_priority(args: argparse.Namespace) -> int | None:
@@ -226,11 +192,11 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
     exit closes what was opened in reverse order: the hit sensor and the OSC listener stop first,
     the show shuts down (nothing left sounding), its last screen, then the port and the log. The
     log and the OSC port open before the MIDI port, so that their mistakes come before it."""
-    rig.log = _shots_log(args)
+    rig.log = play_judging.shots_log(args, plan.log_reserve_bytes)
     if rig.log is not None:
         stack.callback(rig.log.close)
     if plan.listen is not None:          # bound now, started once the hub is there
-        rig.listener = osc.OscListener(*plan.listen, rig.to_hub, _input_priority(args))
+        rig.listener = osc.OscListener(*plan.listen, rig.to_hub, _input_priority(args), plan.gate)
         stack.callback(rig.listener.close)
     out = rig.out = ports.Output(args.api, args.port)
     stack.callback(out.close)
@@ -243,7 +209,7 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
     if plan.judge is not None:
         from yuexuan.live.judging import Hub, round_closing_cues
         rig.hub = Hub(plan.judge, show, plan.timeline, plan.calls, rig.log, plan.notify,
-                      rig.commands.put, round_closing_cues(plan.timeline))
+                      rig.commands.put, round_closing_cues(plan.timeline), rig.listener)
     if rig.listener is not None:
         rig.listener.start()
         stack.callback(rig.listener.stop)
@@ -325,6 +291,8 @@ def _drive(rig: _Rig) -> None:
                 show.port_changed(change, out.resume)
         if now >= next_draw or cmd:
             next_draw = now + (SCREEN_S if term.tty else 0.05)
+            if rig.hub is not None:
+                rig.hub.poll(now)               # refusals, drops: on the screen within 1 s
             term.show(show.status(), rig.hub)
 
 

@@ -36,6 +36,9 @@ class InputHealth:
     looses_refused: int = 0             # looses too old, too far ahead, outside the ceremony
     looses_expired: int = 0             # pending looses too old when the archer's shot came
     last_control: str | None = None     # the latest remote command and its source
+    last_refused: str | None = None     # the latest source refused, "HOST:PORT"
+    last_limited: str | None = None     # the latest source rate-limited
+    last_control_refused: str | None = None  # "/yuexuan/panic from HOST:PORT"
     log_state: str = LOG_NONE           # LOG_OK | LOG_FAILING | LOG_NONE
     logged: int = 0                     # rows written and fsynced this run
     unlogged: int = 0                   # shots not logged: /yuexuan/unlogged, no verdict
@@ -65,3 +68,23 @@ def health_lines(h: InputHealth) -> list[str]:
     if h.last_control:
         log += f"  last remote: {h.last_control}"
     return [f"{where}{buf}  {counts}", log]
+
+
+def news(before: InputHealth, now: InputHealth) -> list[str]:
+    """A notice for each count of the OSC listener that grew from ``before`` to ``now``
+    (refused, control refused, rate-limited, dropped by the kernel)."""
+    out = []
+    if now.refused > before.refused:
+        out.append(f"REFUSED {now.refused - before.refused} datagram(s), the latest from "
+                   f"{now.last_refused} (not in --osc-allow); {now.refused} in all")
+    if now.control_refused > before.control_refused:
+        out.append(f"REFUSED {now.last_control_refused} (not in --osc-control-allow); "
+                   f"{now.control_refused} control message(s) in all")
+    if now.rate_limited > before.rate_limited:
+        out.append(f"RATE-LIMITED {now.rate_limited - before.rate_limited} datagram(s), the "
+                   f"latest from {now.last_limited}; {now.rate_limited} in all")
+    if now.kernel_dropped > before.kernel_dropped:
+        out.append(f"DROPPED by the kernel: {now.kernel_dropped - before.kernel_dropped} "
+                   f"datagram(s), receive buffer full; {now.kernel_dropped} in all — a shot may "
+                   "be lost: ask the scorers to resend")
+    return out

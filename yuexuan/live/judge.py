@@ -11,7 +11,11 @@ bench/bench_live_judge.py measures it over hundreds of shots.
 
 An arrow is reported in two moments (docs/play.md): :meth:`Judge.loose` when it leaves the
 string, :meth:`Judge.shot` when it has landed. The judged time of a shot is the time of its
-archer's oldest pending loose (looses wait in order, one per arrow), else the shot's own time.
+archer's pending loose, else the shot's own time. An archer has one pending loose at most: a newer
+one replaces it (counted: a stray or repeated loose must not shift his later shots). A loose is
+refused when it lies outside the show (``span_s``: a loose at 1e9 s), further ahead of the
+show's clock than the tolerance, or older than :data:`LOOSE_MAX_AGE_S`; a pending loose that old
+when the shot comes is dropped, and the shot is judged at its own time (counted, warned).
 Times are timeline seconds, rounded to the microsecond as the log writes them, so the log read
 back gives the same times and verdicts.
 
@@ -26,9 +30,8 @@ No I/O and no clock here: the caller gives every time.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,6 +45,10 @@ from yuexuan.scoring.rules import Rules
 from yuexuan.timeline import Timeline
 
 DECIMALS = report.DECIMALS         # judged times rounded as the log writes them (microseconds)
+LOOSE_MAX_AGE_S = 6.0   # a loose older than this (at its arrival, or when the shot comes) is
+# refused: an arrow flies ≤ 2.1 s (the 大侯's 125 m at 60 m/s) and is reported within ~3 s; the
+# same archer's next arrow comes 4 s after his last (射节: 4 节 a pair's turn), so a loose this old
+# is a stray or a lost arrow's, and no shot to come is his
 
 
 class RosterEntry(NamedTuple):
@@ -57,6 +64,12 @@ class ShotError(NamedTuple):
 
     message: str
     column: str | None = None
+
+
+class Replaced(NamedTuple):
+    """A loose accepted in place of the archer's pending one (at ``time_s``, timeline s)."""
+
+    time_s: float
 
 
 class RoundEnd(NamedTuple):
@@ -83,7 +96,7 @@ class JudgedShot:
     # earlier shots whose verdict this one changed: (number, row)
     revised: tuple[tuple[int, dict[str, Any]], ...] = ()
     round_end: RoundEnd | None = None
-    warnings: tuple[str, ...] = ()  # e.g. a fifth arrow (乘矢)
+    warnings: tuple[str, ...] = ()  # e.g. a fifth arrow (乘矢), a stale loose dropped
 
 
 def round_rosters(timeline: Timeline,
@@ -111,15 +124,20 @@ class Judge:
     """Shots judged incrementally by ``check``'s rules (see the module's docstring)."""
 
     def __init__(self, rules: Rules, rosters: dict[int, dict[str, RosterEntry]] | None = None,
-                 known_only: bool = True) -> None:
+                 known_only: bool = True, span_s: tuple[float, float] | None = None) -> None:
         """``rosters``: round → {archer: RosterEntry} (:func:`round_rosters`; None = no roster,
-        no round end). ``known_only``: refuse an archer found in no roster (when there is one)."""
+        no round end). ``known_only``: refuse an archer found in no roster (when there is one).
+        ``span_s``: the show's first and last timeline seconds (a loose outside is refused)."""
         self.rules = rules
+        self.span_s = span_s
+        self.looses_replaced = 0        # pending looses replaced by a newer one
+        self.looses_refused = 0         # looses refused (too old, too far ahead, outside)
+        self.looses_expired = 0         # pending looses too old when the shot came
         self.rosters = rosters or {}
         self.known = {a for r in self.rosters.values() for a in r}
         self.known_only = known_only and bool(self.known)
         self._log = ShotColumns()
-        self._pending: dict[str, deque[float]] = {}         # archer → deque of loose times (timeline s)
+        self._pending: dict[str, float] = {}         # archer → his pending loose (timeline s)
         self._rows: list[dict[str, Any]] = []         # the latest verdict row of every shot
         self._arrows: dict[tuple[int, str], int] = {}         # (round, archer) → shots so far
         self._ended: set[int] = set()         # rounds announced
@@ -140,21 +158,46 @@ class Judge:
         return None
 
     def pending(self, archer: str) -> tuple[float, ...]:
-        """The loose times (timeline s) of ``archer`` not yet matched to a shot, oldest first."""
-        return tuple(self._pending.get(archer, ()))
+        """The loose time (timeline s) of ``archer`` not yet matched to a shot: () or one."""
+        t = self._pending.get(archer)
+        return () if t is None else (t,)
 
-    def loose(self, archer: str, time_s: float) -> ShotError | None:
-        """An arrow of ``archer`` left the string at ``time_s`` (timeline s)."""
+    def loose(self, archer: str, time_s: float,
+              now_s: float | None = None) -> ShotError | Replaced | None:
+        """An arrow of ``archer`` left the string at ``time_s`` (timeline s), reported when the
+        show's clock stood at ``now_s`` (None: not known, not checked). A refusal is a
+        ShotError; a pending loose replaced is said by :class:`Replaced`."""
         archer = archer.strip()
         if not archer:
             return ShotError("archer is empty", "archer")
         if not np.isfinite(time_s):
             return ShotError(f"time {time_s!r} is not a finite number of seconds", "time")
-        bad = self._unknown(archer)
+        bad = self._unknown(archer) or self._out_of_time(time_s, now_s)
         if bad:
             return bad
-        self._pending.setdefault(archer, deque()).append(round(float(time_s), DECIMALS))
-        return None
+        old = self._pending.get(archer)
+        self._pending[archer] = round(float(time_s), DECIMALS)
+        if old is None:
+            return None
+        self.looses_replaced += 1
+        return Replaced(old)
+
+    def _out_of_time(self, time_s: float, now_s: float | None) -> ShotError | None:
+        """Why a loose at ``time_s`` reported at ``now_s`` is refused, or None (counted)."""
+        why = None
+        lo, hi = self.span_s if self.span_s is not None else (-np.inf, np.inf)
+        if not lo <= time_s <= hi:
+            why = f"time {time_s:.3f} s is outside the show ({lo:.3f}–{hi:.3f} s)"
+        elif now_s is not None and time_s > now_s + self.rules.settings.tolerance_s:
+            why = (f"time {time_s:.3f} s is {time_s - now_s:.3f} s ahead of the show's clock "
+                   f"(more than the tolerance, {self.rules.settings.tolerance_s} s)")
+        elif now_s is not None and time_s < now_s - LOOSE_MAX_AGE_S:
+            why = (f"time {time_s:.3f} s is {now_s - time_s:.1f} s old (more than "
+                   f"{LOOSE_MAX_AGE_S:g} s)")
+        if why is None:
+            return None
+        self.looses_refused += 1
+        return ShotError(why, "time")
 
     def shot(self, fields: dict[str, Any], arrival_s: float) -> JudgedShot | ShotError:
         """Judge a landed arrow. ``fields``: archer, rank, role, target, result (strings, the
@@ -164,8 +207,13 @@ class Judge:
         bad = self._unknown(archer) if archer else None
         if bad:
             return bad
-        queue = self._pending.get(archer)
-        loose_s = queue[0] if queue else None
+        loose_s = self._pending.get(archer)
+        stale = None
+        if loose_s is not None and arrival_s - loose_s > LOOSE_MAX_AGE_S:
+            stale = (f"{archer}'s loose at {loose_s:.3f} s is {arrival_s - loose_s:.1f} s older "
+                     f"than the shot (more than {LOOSE_MAX_AGE_S:g} s): dropped, the shot "
+                     "judged at its arrival")
+            loose_s = None
         time_s = loose_s if loose_s is not None else round(float(arrival_s), DECIMALS)
         row = {name: _text(fields.get(name)) for name in FIELDS}
         row["time"] = repr(float(time_s))
@@ -173,11 +221,35 @@ class Judge:
             self._log.append(row)
         except UserError as exc:
             return ShotError(exc.message.removeprefix("row 1: "), exc.key)
-        if queue:
-            queue.popleft()
+        if stale is not None:
+            self.looses_expired += 1
+        self._pending.pop(archer, None)
         key = (self._log.shots_round(-1), archer)
         self._arrows[key] = self._arrows.get(key, 0) + 1
-        return self._judge_all(len(self._rows), loose_s)
+        j = self._judge_all(len(self._rows), loose_s)
+        return j if stale is None else replace(j, warnings=(*j.warnings, stale))
+
+    def undo(self, j: JudgedShot) -> None:
+        """Take back ``j``, the latest shot judged (its row could not be logged): every row and
+        count as before it, its loose pending again, its round not ended."""
+        assert j.number == len(self._rows), "only the latest shot can be taken back"
+        round_ = self._log.shots_round(-1)
+        archer = self._log.text[-1]["archer"].strip()
+        self._log.pop()
+        self._rows.pop()
+        self._arrows[(round_, archer)] -= 1
+        if j.loose_s is not None:
+            self._pending.setdefault(archer, j.loose_s)
+        if j.round_end is not None:
+            self._ended.discard(j.round_end.round)
+        if not self._rows:
+            self.verdict = None
+            return
+        shots = self._log.shots()
+        bound = self.rules.bound_strokes(shots.round, shots.archers, shots.time)
+        self.verdict = shiho.evaluate_shots(shots, self.rules.plan_s, 0.0, self.rules.settings,
+                                            bound)
+        self._rows = [row_at(shots, self.verdict, k) for k in range(len(self._rows))]
 
     def correct(self, archer: str, arrow: int, result: str,
                 target: str | None = None) -> JudgedShot | ShotError:

@@ -13,22 +13,32 @@ For each shot, in this order (docs/play.md, "Live judging"):
    show's send path (:meth:`~yuexuan.live.judged_show.JudgedShow.sound_call`);
 4. the row is appended to ``--shots-log`` and fsynced;
 5. only then is the verdict sent (``--osc-out``) and shown: a kill keeps every shot whose verdict
-   anyone saw.
+   anyone saw. A row that could not be written is cut back (the log ends on a whole line), the
+   shot is taken back from the judge (so the judge and the log agree: every later verdict is
+   ``check``'s on the log) and ``/yuexuan/unlogged`` goes out instead of a verdict.
 
-Bad messages are reported (screen, report), never raised. Thread-safe: one lock around a shot.
+A shot identical to one received within :data:`DUPLICATE_S` is a duplicate (a datagram sent
+twice): said and counted, not judged. Bad messages and refusals are said (a few lines a second at
+most, the rest counted: a flood keeps memory and the screen bounded), kept as the last
+:data:`BAD_KEPT` and counted; :meth:`Hub.poll` says what the OSC listener refused, rate-limited
+or lost to the kernel, and :meth:`Hub.health` gives every count
+(:class:`yuexuan.live.health.InputHealth`). Thread-safe: one lock around a shot.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from yuexuan.live import osc
 from yuexuan.live.calls import CallEvent, huo_key
-from yuexuan.live.health import LOG_FAILING, LOG_NONE, LOG_OK, InputHealth
-from yuexuan.live.judge import Judge, JudgedShot, RoundEnd, ShotError
+from yuexuan.live.health import LOG_FAILING, LOG_NONE, LOG_OK, InputHealth, news
+from yuexuan.live.judge import Judge, JudgedShot, Replaced, RoundEnd, ShotError
+from yuexuan.live.said import Said
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 from yuexuan.timeline import Cue, Timeline
 
@@ -36,7 +46,8 @@ if TYPE_CHECKING:
     from yuexuan.live.judged_show import JudgedShow
     from yuexuan.scoring.logwrite import ShotLogWriter
 
-SCREEN_LINES = 6            # latest verdicts (and bad messages) on the operator's screen
+BAD_KEPT = 100              # bad messages kept for the report; the rest only counted
+DUPLICATE_S = 0.5           # a shot identical to one received this recently is a duplicate
 
 
 def round_closing_cues(timeline: Timeline) -> frozenset[str]:
@@ -78,19 +89,25 @@ class Hub:
                  calls: dict[str, tuple[CallEvent, ...]],
                  log: ShotLogWriter | None = None, out: osc.OscOut | None = None,
                  command: Callable[[str], object] | None = None,
-                 closers: frozenset[str] | None = None) -> None:
+                 closers: frozenset[str] | None = None,
+                 listener: osc.OscListener | None = None) -> None:
         self.judge, self.show, self.timeline, self.calls = judge, show, timeline, calls
         self.log, self.out, self.command, self.closers = log, out, command, closers
+        self.listener = listener            # --osc's: its gate's counts and kernel drops
         self._lock = threading.RLock()     # a shot's error is reported under it
-        self._recent: deque[str] = deque(maxlen=SCREEN_LINES)  # latest lines but the tallies
-        self.said: list[str] = []         # every line, in order (printed when not a terminal)
-        self.bad: list[dict[str, Any]] = []         # bad messages: {"arrival": monotonic s, "why": text}
+        self._said = Said()                 # verdict lines, notices, every line (bounded)
+        self.bad: deque[dict[str, Any]] = deque(maxlen=BAD_KEPT)  # {"arrival": s, "why": text}
+        self.bad_count = 0
+        self.duplicates = 0
         self.judged: list[JudgedShot] = []         # every JudgedShot, in order
         self.round_ends: list[RoundEnd] = []      # RoundEnd records, as announced
         self.call_lag_s: list[float] = []      # shot arrival → its call's first message sent, s
         self.unlogged = 0
         self.logged = 0
         self._log_failing = False
+        self.last_control: str | None = None
+        self._shots_seen: deque[tuple[float, tuple[Any, ...]]] = deque()  # (arrival, fields)
+        self._polled = InputHealth()        # the listener's counts as last said
 
     # -- input -------------------------------------------------------------------------------
     def deliver(self, record: osc.Record) -> None:
@@ -102,6 +119,9 @@ class Hub:
         elif isinstance(record, osc.Correction):
             self.correct(record.archer, record.arrow, record.result, record.target, record.arrival)
         elif isinstance(record, osc.Command):
+            with self._lock:
+                self.last_control = f"{record.name} from {record.source or '?'}"
+                self._notice(f"remote {record.name.upper()} from {record.source or '?'} (OSC)")
             if self.command is not None:
                 self.command(record.name)
         else:
@@ -114,16 +134,43 @@ class Hub:
 
     def loose(self, archer: str, time_s: float | None, arrival: float) -> None:
         """An arrow left the string: at ``time_s`` (ceremony s) when given, else at its arrival."""
-        t = self.timeline_at(arrival) if time_s is None else time_s
+        now = self.timeline_at(arrival)
+        t = now if time_s is None else time_s
         if t is None:
             return self.report_bad(f"loose of {archer}: the show has not started", arrival)
         with self._lock:
-            err = self.judge.loose(archer, t)
-        if err is not None:
-            self.report_bad(f"loose: {err.message}", arrival)
+            refused = self.judge.looses_refused
+            err = self.judge.loose(archer, t, now)
+            if isinstance(err, Replaced):
+                self._notice(f"loose of {archer} at {t:.3f} s replaces his pending one at "
+                             f"{err.time_s:.3f} s ({self.judge.looses_replaced} replaced)")
+            elif err is not None and self.judge.looses_refused > refused:
+                self._notice(f"REFUSED loose of {archer}: {err.message} "
+                             f"({self.judge.looses_refused} refused)", throttle=True)
+            elif err is not None:
+                self.report_bad(f"loose: {err.message}", arrival)
+
+    def _duplicate(self, fields: dict[str, Any], arrival: float) -> bool:
+        """Whether a shot of ``fields`` came within :data:`DUPLICATE_S` before ``arrival``
+        (called with the lock held; the shot is remembered)."""
+        seen = self._shots_seen
+        while seen and arrival - seen[0][0] > DUPLICATE_S:
+            seen.popleft()
+        key = tuple(sorted((k, str(v)) for k, v in fields.items()))
+        if any(k == key for _, k in seen):
+            return True
+        seen.append((arrival, key))
+        return False
 
     def shot(self, fields: dict[str, Any], arrival: float) -> JudgedShot | None:
         """An arrow has landed: judge, sound, log, send, show. The JudgedShot, or None."""
+        with self._lock:
+            if self._duplicate(fields, arrival):
+                self.duplicates += 1
+                self._notice(f"DUPLICATE shot of {fields.get('archer')} (identical to one "
+                             f"within {DUPLICATE_S} s): not judged ({self.duplicates} in all)",
+                             throttle=True)
+                return None
         t = self.timeline_at(arrival)
         if t is None:
             self.report_bad(f"shot of {fields.get('archer')}: the show has not started "
@@ -139,7 +186,12 @@ class Hub:
             word = huo_key(j.row["target"]) if j.huo else j.zheng       # the 获者 of the 侯 hit
             if word is not None and word in self.calls and self.show.sound_call(self.calls[word]):
                 self.call_lag_s.append(self.show.now() - arrival)
-            self._write(j)
+            why = self._write(j)
+            if why is not None:
+                self.judge.undo(j)
+                self._unlogged(j.row, f"shot of {j.row['archer']} at {j.row['time']:.3f} s",
+                               why)
+                return None
             self.judged.append(j)
             self._tell(j)
             return j
@@ -149,6 +201,7 @@ class Hub:
         """A scorer's correction: judged again, the log rewritten (atomically), then told. No call
         sounds (the arrow landed long ago). The corrected JudgedShot, or None."""
         with self._lock:
+            before = self.judge.rows
             j = self.judge.correct(archer, arrow, result, target)
             if isinstance(j, ShotError):
                 self.report_bad(f"correction of {archer}'s arrow {arrow}: {j.message} "
@@ -157,8 +210,12 @@ class Hub:
             if self.log is not None:
                 try:
                     self.log.rewrite(self.judge.rows)
-                except OSError as exc:
-                    self._say(f"NOT LOGGED correction of shot {j.number}: {exc.strerror}")
+                except OSError as exc:      # taken back: the log is the truth
+                    old = before[j.number - 1]
+                    self.judge.correct(archer, arrow, old["result"], old["target"] or None)
+                    self._unlogged(j.row, f"correction of {archer}'s arrow {arrow}",
+                                   exc.strerror or str(exc))
+                    return None
             self._say(f"corrected shot {j.number}: {archer}'s arrow {arrow} is {result}")
             self._tell(j)
             return j
@@ -188,21 +245,41 @@ class Hub:
     def report_bad(self, why: str, arrival: float) -> None:
         with self._lock:
             self.bad.append({"arrival": arrival, "why": why})
-            self._say(f"bad message: {why}")
+            self.bad_count += 1
+            self._notice(f"bad message: {why}", throttle=True)
+
+    def poll(self, now: float | None = None) -> None:
+        """Say what the OSC listener refused, rate-limited or lost to the kernel since the last
+        poll, and sum up the notices a flood left unsaid (the operator's loop calls this a few
+        times a second: a kernel drop is on the screen within a second)."""
+        h = self.health(now)
+        with self._lock:
+            for line in news(self._polled, h):
+                self._said.notice(line)
+            self._polled = h
+            self._said.sum_up(now)
 
     # -- output (called with the lock held) --------------------------------------------------------
-    def _write(self, j: JudgedShot) -> None:
+    def _write(self, j: JudgedShot) -> str | None:
+        """Log ``j``'s row; why it could not be, or None."""
         if self.log is None:
-            return
+            return None
         try:
             self.log.write(j.row)
         except OSError as exc:
-            self.unlogged += 1
             self._log_failing = True
-            self._say(f"NOT LOGGED shot {j.number}: {exc.strerror}")
-        else:
-            self.logged += 1
-            self._log_failing = False
+            return exc.strerror or str(exc)
+        self.logged += 1
+        self._log_failing = False
+        return None
+
+    def _unlogged(self, row: dict[str, Any], what: str, why: str) -> None:
+        """A row not logged: no verdict; /yuexuan/unlogged and a red line instead."""
+        self.unlogged += 1
+        self._log_failing = True
+        if self.out is not None:
+            self.out.unlogged(row, why)
+        self._say(f"NOT LOGGED {what}: {why} — no verdict sent; report it again")
 
     def _tell(self, j: JudgedShot) -> None:
         if self.out is not None:
@@ -228,35 +305,73 @@ class Hub:
             self._say(tally_line(final, True))
 
     def _say(self, text: str, tally: bool = False) -> None:
-        if not tally:
-            self._recent.append(text)
-        self.said.append(text)
+        self._said.say(text, recent=not tally)
+
+    def _notice(self, text: str, throttle: bool = False) -> None:
+        self._said.notice(text, throttle)
+
+    @property
+    def said(self) -> list[str]:
+        """The latest lines said, in order (:data:`yuexuan.live.said.SAID_KEPT` at most)."""
+        with self._lock:
+            return list(self._said.lines)
+
+    def lines_since(self, seen: int) -> tuple[list[str], int]:
+        """The lines said after the first ``seen`` and the count so far (for a printer)."""
+        with self._lock:
+            return self._said.lines_since(seen)
+
+    def notices(self) -> list[str]:
+        """The latest notices: bad messages, refusals, duplicates, remote commands."""
+        with self._lock:
+            return list(self._said.notices)
 
     def screen(self) -> list[str]:
-        """The operator's lines: the latest verdicts and bad messages, then each round's running
-        tally (or its announcement, once the round has ended)."""
+        """The operator's lines: the latest verdicts (and NOT LOGGED lines), then each round's
+        running tally (or its announcement, once the round has ended). Notices are apart
+        (:meth:`notices`, counted in :meth:`health`): bad input never pushes a verdict off."""
         with self._lock:
             ended = {e.round: e for e in self.round_ends}
             tallies = [tally_line(t, t["round"] in ended) for t in self._tallies()]
-            return list(self._recent) + tallies
+            return list(self._said.recent) + tallies
 
-    def health(self) -> InputHealth:
-        """The input's and the log's counts now (:class:`yuexuan.live.health.InputHealth`)."""
+    def health(self, now: float | None = None) -> InputHealth:
+        """The input's and the log's counts now (:class:`yuexuan.live.health.InputHealth`);
+        the kernel's drops are read at most every 0.2 s."""
+        li = self.listener
+        dropped = 0 if li is None else li.drops.read(time.monotonic() if now is None else now)
         with self._lock:
             state = LOG_NONE if self.log is None else LOG_FAILING if self._log_failing else LOG_OK
-            return InputHealth(bad=len(self.bad), log_state=state, logged=self.logged,
-                               unlogged=self.unlogged)
+            j = self.judge
+            net: dict[str, Any] = {}
+            if li is not None:
+                g = li.gate
+                net = dict(listening=f"{li.address[0]}:{li.address[1]}", allow=tuple(map(str, g.allow)),
+                           control_allow=tuple(map(str, g.control_allow)),
+                           rcvbuf_bytes=li.rcvbuf_bytes, rcvbuf_hint=li.rcvbuf_hint,
+                           refused=g.refused, control_refused=g.control_refused,
+                           rate_limited=g.rate_limited, kernel_dropped=dropped,
+                           last_refused=g.last_refused, last_limited=g.last_limited,
+                           last_control_refused=g.last_control_refused)
+            return InputHealth(**net, bad=self.bad_count, duplicates=self.duplicates,
+                               looses_replaced=j.looses_replaced, looses_refused=j.looses_refused,
+                               looses_expired=j.looses_expired, last_control=self.last_control,
+                               log_state=state, logged=self.logged, unlogged=self.unlogged,
+                               log_reserve_bytes=None if self.log is None
+                               else self.log.reserve_bytes)
 
     # -- the end ---------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         """For the report: every shot's row (latest verdicts), the tallies, the announcements
         made, the bad messages and the shot → call lag."""
+        health = self.health()
         with self._lock:
             rows = self.judge.rows
             tallies = self._tallies()
             return {"shots": rows, "tallies": tallies,
                     "round_ends": [e._asdict() for e in self.round_ends],
                     "bad_messages": list(self.bad), "unlogged": self.unlogged,
+                    "osc_refused": health.refused, "health": asdict(health),
                     "call_lag_ms": [round(1000 * s, 3) for s in self.call_lag_s]}
 
     def final_lines(self) -> list[str]:

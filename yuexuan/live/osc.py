@@ -15,7 +15,8 @@ address (:data:`MESSAGES`, mapped with ``Dispatcher.map``; an unknown address go
 handler), turning its arguments into a :class:`Loose`, :class:`Shot`, :class:`Correction`,
 :class:`Command` or :class:`Bad` (a wrong address or argument, said in one line): nothing a
 sender does raises. Out (:class:`OscOut`, python-osc's :class:`~pythonosc.udp_client.SimpleUDPClient`):
-/yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, /yuexuan/tally (:data:`OUT_ADDRESSES`).
+/yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, /yuexuan/tally, /yuexuan/unlogged
+(:data:`OUT_ADDRESSES`). Who may send, how fast, and the receive buffer: :mod:`yuexuan.live.gate`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pythonosc.osc_server import BlockingOSCUDPServer
 from pythonosc.udp_client import SimpleUDPClient
 
 from yuexuan.errors import UserError
+from yuexuan.live import gate as gate_mod
 
 if TYPE_CHECKING:
     from yuexuan.timeline import Beat, Cue
@@ -53,6 +55,7 @@ OUT_ADDRESSES = {
     "beat": "/yuexuan/beat",        # cue pair jie role — at each 射节 建鼓 stroke
     "verdict": "/yuexuan/verdict",  # see verdict_args
     "tally": "/yuexuan/tally",      # round 右 左 announcement final
+    "unlogged": "/yuexuan/unlogged",  # archer round time result why — instead of a verdict
 }
 DEFAULT_HOST = "127.0.0.1"
 
@@ -83,6 +86,7 @@ class Correction:
 class Command:
     name: str                       # go | stop | toggle-hold | resume | panic
     arrival: float
+    source: str = ""                # "HOST:PORT" it came from (shown on the operator's screen)
 
 
 @dataclass(frozen=True)
@@ -148,8 +152,9 @@ def _unknown(address: str, args: tuple[Any, ...], arrival: float) -> Bad:
     return Bad(f"{address}: unknown address (expected {', '.join(most)} or {last})", arrival)
 
 
-MESSAGES: dict[str, Parser] = {PREFIX + "loose": _loose, PREFIX + "shot": _shot, PREFIX + "correct": _correct,
-            **{PREFIX + word: _command(name) for word, name in COMMANDS.items()}}
+_COMMAND_PARSERS = {PREFIX + word: _command(name) for word, name in COMMANDS.items()}
+MESSAGES: dict[str, Parser] = {PREFIX + "loose": _loose, PREFIX + "shot": _shot,
+                               PREFIX + "correct": _correct, **_COMMAND_PARSERS}
 """Each address in → its parser, ``(address, args, arrival) → record``; :class:`OscListener`
 maps each on python-osc's dispatcher, and :func:`_unknown` is its default handler."""
 
@@ -197,23 +202,31 @@ def datagram_fault(data: bytes, source: tuple[str, int]) -> str | None:
         if PATTERN_CHARS.intersection(m.address):
             return (f"{m.address}: unknown address (an address pattern; the show's addresses are "
                     "literal, and no message of its datagram is used)")
+        tags = gate_mod.type_tag_fault(m.dgram)
+        if tags is not None:
+            return f"{m.address}: {tags} (no message of its datagram is used)"
     return None
 
 
 class _Server(BlockingOSCUDPServer):
-    """python-osc's server, whose ``verify_request`` stamps each datagram's arrival and reports
-    one that :func:`datagram_fault` refuses; every message of a datagram it lets through has that
-    arrival (one thread: datagrams are handled one at a time)."""
+    """python-osc's server, whose ``verify_request`` stamps each datagram's arrival, lets the
+    gate refuse it unparsed (:meth:`yuexuan.live.gate.Gate.admit`: its source, its rate) and
+    reports one that :func:`datagram_fault` refuses; every message of a datagram it lets through
+    has that arrival and source (one thread: datagrams are handled one at a time)."""
 
     def __init__(self, address: tuple[str, int], dispatcher: Dispatcher,
-                 on_bad: Callable[[Bad], None]):
-        self.on_bad = on_bad
+                 on_bad: Callable[[Bad], None], gate: gate_mod.Gate):
+        self.on_bad, self.gate = on_bad, gate
         self.arrival = 0.0              # monotonic s of the datagram being handled
+        self.source: tuple[str, int] = ("", 0)      # its sender
         super().__init__(address, dispatcher)
 
     def verify_request(self, request: tuple[bytes, socket.socket],  # type: ignore[override]  # UDP
                        client_address: tuple[str, int]) -> bool:
         self.arrival = time.monotonic()     # first, before anything is parsed
+        self.source = client_address[:2]
+        if not self.gate.admit(self.source, self.arrival):
+            return False
         why = datagram_fault(request[0], client_address)
         if why is not None:
             self.on_bad(Bad(why, self.arrival))
@@ -230,11 +243,15 @@ class OscListener:
 
     ``rt_priority``: the thread asks for SCHED_FIFO at that priority where allowed (a hit's call
     should not wait behind other processes on a busy machine); :attr:`realtime` says if it got it.
+    ``gate``: who may send, and how fast (:class:`yuexuan.live.gate.Gate`; by default anyone,
+    rate-limited). The socket asks for a :data:`~yuexuan.live.gate.RCVBUF_BYTES` receive buffer:
+    :attr:`rcvbuf_bytes` is what it got, :attr:`rcvbuf_hint` how to get more.
     """
 
     def __init__(self, host: str, port: int, deliver: Callable[[Record], None],
-                 rt_priority: int | None = None):
+                 rt_priority: int | None = None, gate: gate_mod.Gate | None = None):
         self._deliver = self._safe(deliver)
+        self.gate = gate if gate is not None else gate_mod.Gate()
         # strict_timing=False: a bundle's future timetag is not slept on (that would stall the
         # one thread); its messages are handled on arrival, as a single message is
         dispatcher = Dispatcher(strict_timing=False)
@@ -242,20 +259,32 @@ class OscListener:
             dispatcher.map(address, self._handler(parser))
         dispatcher.set_default_handler(self._handler(_unknown))
         try:
-            self.server = _Server((host, port), dispatcher, self._deliver)
+            self.server = _Server((host, port), dispatcher, self._deliver, self.gate)
         except OSError as exc:
             raise UserError(f"cannot listen for OSC on {host}:{port}: {exc.strerror}",
                             key="--osc") from None
-        self.address = self.server.server_address[:2]
+        host_bound, port_bound = self.server.server_address[:2]
+        self.address: tuple[str, int] = (str(host_bound), int(port_bound))
+        self.rcvbuf_bytes, self.rcvbuf_hint = gate_mod.request_rcvbuf(self.server.socket)
+        self.drops = gate_mod.DropWatch(self.server.socket)
         self._rt_priority = rt_priority
         self.realtime = False
         self._thread = threading.Thread(target=self._serve, daemon=True, name="yuexuan-osc")
 
     def _handler(self, parser: Parser) -> Callable[..., None]:
         """python-osc's handler for one address: the record, with its datagram's arrival, to
-        ``deliver`` (returns None: nothing is sent back)."""
+        ``deliver`` (returns None: nothing is sent back); a control message (a command, a
+        correction) from outside the gate's control list is only counted."""
+        control = parser is _correct or parser in _COMMAND_PARSERS.values()
+
         def handle(address: str, *args: Any) -> None:
-            self._deliver(parser(address, args, self.server.arrival))
+            server = self.server
+            if control and not self.gate.control_ok(address, server.source):
+                return
+            record = parser(address, args, server.arrival)
+            if isinstance(record, Command):
+                record = Command(record.name, record.arrival, f"{server.source[0]}:{server.source[1]}")
+            self._deliver(record)
         return handle
 
     def _serve(self) -> None:
@@ -354,6 +383,11 @@ class OscOut:
 
     def verdict(self, row: int, v: Mapping[str, Any]) -> None:
         self.send("verdict", verdict_args(row, v))
+
+    def unlogged(self, v: Mapping[str, Any], why: str) -> None:
+        """A shot (or correction) the log could not take: no verdict; report it again."""
+        self.send("unlogged", [str(v["archer"]), int(v["round"]), Double(v["time"]),
+                               str(v["result"]), why])
 
     def tally(self, t: Mapping[str, Any], final: bool) -> None:
         self.send("tally", [int(t["round"]), int(t["右"]), int(t["左"]), str(t["announcement"]),

@@ -62,8 +62,9 @@ class Terminal:
             sys.stdout.write("\x1b[H\x1b[2J" + operator.render(status, judged=judged) + "\n")
             sys.stdout.flush()
             return
-        said = hub.said[self._said_seen:] if hub is not None else []
-        self._said_seen += len(said)
+        said: list[str] = []
+        if hub is not None:
+            said, self._said_seen = hub.lines_since(self._said_seen)
         for line in said:
             print(line, flush=True)
         key = (status.state, status.cue.id if status.cue else None)

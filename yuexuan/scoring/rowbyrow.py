@@ -61,6 +61,14 @@ class ShotColumns:
         self._archers.append(one.archers[0])
         self._pairs.append(self._pair_code(one))
 
+    def pop(self) -> None:
+        """Take back the last row (one that could not be logged)."""
+        self.text.pop()
+        for name in CODED:
+            self._codes[name].pop()
+        self._archers.pop()
+        self._pairs.pop()             # a pair name it brought stays known: harmless
+
     def replace(self, i: int, row: dict[str, str]) -> None:
         """Row ``i`` becomes ``row`` (same archer, pair and time: a corrected result/target)."""
         one = self.check(row)
