@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import json
 import queue
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
