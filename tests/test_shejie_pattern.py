@@ -126,3 +126,48 @@ def test_check_judges_against_the_patterns_strokes(capsys, default_timeline, def
         assert doc["shots"][0]["nearest_beat"] == pytest.approx(start + up)
     assert reasons[()] == ["释", "释", "不鼓不释", "释"]
     assert reasons[("--own-jie",)] == ["释", "释", "不鼓不释", "不鼓不释"]
+
+
+@pytest.mark.parametrize("old,new,key,fragment", [
+    ('id = "zouyu"', 'id = "gai"', "by_piece.驺虞.id", "is the id of cue["),
+    ('[cue.by_piece."采蘩"]', '[cue.by_piece."采薇"]', "by_piece.采薇", "unknown piece '采薇'"),
+    ('score_mapping = "节一终"', 'score_mapping = "耦一终"', "shejie.score_mapping", "unknown value '耦一终'"),
+    ('stroke_seconds = 0.5', 'stroke_seconds = 0.0', "shejie.stroke_seconds", "too small"),
+])
+def test_a_bad_setting_is_one_error_naming_its_key(default_cues, tmp_path, old, new, key, fragment):
+    from yuexuan.errors import UserError
+    text = default_cues.read_text(encoding="utf-8")
+    assert old in text
+    p = tmp_path / "bad.toml"
+    p.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(UserError) as err:
+        compile_path(p)
+    line = str(err.value)
+    assert str(p) in line and key in line and fragment in line and "\n" not in line, line
+
+
+def test_the_midi_file_sounds_the_score(root, default_cues, tmp_path):
+    """Read back from the written MIDI file (each instrument's track against the conductor's tempo
+    map): the 鼙 and 建鼓 note-ons of 鲁鼓 spell the score, and the 建鼓's are the timeline's beats."""
+    import mido
+
+    from yuexuan.midi.smf import write_smf
+    first, second = scores(root)["鲁鼓"].split("半")
+    tl, _ = compile_path(sheet(default_cues, tmp_path, "鲁鼓"), ["lishou"])
+    write_smf(tl, tmp_path / "l.mid")
+    mf = mido.MidiFile(tmp_path / "l.mid", charset="utf-8")
+    ons: dict[str, list[float]] = {}
+    for track in mf.tracks[1:]:
+        name = next(m.name for m in track if m.type == "track_name")
+        one = mido.MidiFile(type=1, ticks_per_beat=mf.ticks_per_beat)
+        one.tracks = [mf.tracks[0], track]
+        t, times = 0.0, []
+        for m in one:
+            t += m.time
+            if m.type == "note_on" and m.velocity:
+                times.append(round(t, 3))
+        ons[name] = times
+    marks = {t: "○" for name in ("朔鼙", "应鼙") for t in ons[name]}
+    marks.update({t: "□" for t in ons["建鼓·东"]})
+    assert "".join(marks[t] for t in sorted(marks)) == (first + second) * len(tl.cue("lishou").phrases)
+    assert ons["建鼓·东"] == pytest.approx([b.time for b in tl.beats], abs=2e-3)
