@@ -2,7 +2,7 @@
 
 Two kinds of pattern (variant ``shejie_pattern``, ceremony/variants.toml, O33):
 
-- the grid (``score = ""``, INFERENCE): 朔鼙, 应鼙, then two 建鼓 strokes, at the offsets of the
+- the grid (no ``score``, INFERENCE): 朔鼙, 应鼙, then two 建鼓 strokes, at the offsets of the
   cue sheet's ``[shejie]`` table; the 建鼓 strokes release the pair's two arrows of a shooting 节;
 - a score of 《礼记·投壶》 (鲁鼓, 薛鼓; OUTSIDE), written as the 记 writes it in ○ and □ with 半
   between its halves: ○ is a stroke on a 鼙, □ on the 建鼓 (注 「圜者击鼙，方者击鼓」). The 射礼

@@ -59,7 +59,8 @@ def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece]
         b.warnings.append(f"cue {spec.id!r}: no melody instrument is hung for a {sheet.rank} "
                           f"({b.sides}); the cue is silent")
     shuo, ying = b.resolve(["朔鼙"]), b.resolve(["应鼙"])
-    score = variants_mod.effect(vdefs, sheet.variants, "shejie_pattern")["score"] \
+    # O33: the grid (no score) or a 投壶 score; data folders without the variant keep the grid
+    score = variants_mod.effect(vdefs, sheet.variants, "shejie_pattern").get("score", "") \
         if "shejie_pattern" in vdefs else ""
     plan = jie_plan(score, sj)
     # the grid strikes the 建鼓 with the 鑮 (郑 「奏乐以鼓鑮为节」); a score's □ is the 建鼓 alone
