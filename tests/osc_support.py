@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 from pythonosc.dispatcher import Dispatcher
 from pythonosc.osc_server import BlockingOSCUDPServer
@@ -46,3 +50,37 @@ class OscInbox:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def bound_sender(host: str) -> socket.socket:
+    """A UDP socket sending from ``host`` (127.0.0.2: a foreign source, still loopback)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((host, 0))
+    return s
+
+
+@contextlib.contextmanager
+def tiny_tmpfs(where: Path, size: str = "64k"):
+    """A tmpfs of ``size`` mounted at ``where`` (root only: skipped otherwise), unmounted after."""
+    import pytest
+
+    where.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                                            str(where)], capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(folder: Path) -> int:
+    """Fill the file system of ``folder`` with a filler file; the bytes written."""
+    n = 0
+    with open(folder / "filler", "wb", buffering=0) as f:
+        try:
+            while True:
+                n += f.write(b"\0" * 4096) or 0
+        except OSError:
+            pass
+    return n

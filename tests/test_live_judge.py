@@ -450,6 +450,9 @@ def test_screen_shows_the_latest_verdicts(lishou):
     (["--osc", "{free}", "--shots-log", "{dir}"], "cannot open the shot log"),
     (["--osc", "{busy}"], "cannot listen for OSC"),
     (["--osc", "{free}", "--tolerance", "-1"], "--tolerance"),
+    (["--osc", "0.0.0.0:{free}"], "needs --osc-allow"),                # the venue's network
+    (["--osc", "{free}", "--shots-log", "{dir}/s.csv", "--shots-log-reserve", str(2 ** 60)],
+     "cannot reserve"),
 ])
 def test_live_judging_user_errors(extra, says, tmp_path):
     import subprocess

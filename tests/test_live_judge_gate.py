@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import threading
 import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from osc_support import bound_sender, fill, tiny_tmpfs
 from pythonosc.osc_message_builder import build_msg
+from test_live_judge import _hub
 
-from test_live_judge import DASHE, ROOT, FakeOut, FakeShow, _hub
 from yuexuan.errors import UserError
 from yuexuan.live import gate as gate_mod
 from yuexuan.live import osc
@@ -27,12 +27,6 @@ from yuexuan.scoring.shots import read_shots
 T = 1.0
 SHOT = {"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干", "result": "贯",
         "pair": "上耦", "round": 3}
-
-
-def _sender(host: str) -> socket.socket:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind((host, 0))
-    return s
 
 
 def test_only_the_allowed_may_send_and_only_the_control_list_may_command():
@@ -47,7 +41,7 @@ def test_only_the_allowed_may_send_and_only_the_control_list_may_command():
                       gate_mod.networks("127.0.0.3", "--osc-control-allow"))
     listener = osc.OscListener("127.0.0.1", 0, deliver, gate=g)
     listener.start()
-    foreign, local = _sender("127.0.0.2"), _sender("127.0.0.1")
+    foreign, local = bound_sender("127.0.0.2"), bound_sender("127.0.0.1")
     try:
         to = listener.address
         foreign.sendto(build_msg("/yuexuan/panic", []).dgram, to)
@@ -87,7 +81,7 @@ def test_kernel_drops_are_read_and_a_small_buffer_says_the_sysctl():
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)     # the kernel's least
     rx.bind(("127.0.0.1", 0))
-    tx = _sender("127.0.0.1")
+    tx = bound_sender("127.0.0.1")
     try:
         assert gate_mod.kernel_drops(rx) == 0
         for _ in range(300):                        # bounded; nobody reads: most are dropped
@@ -132,7 +126,7 @@ def test_a_flood_of_bad_messages_keeps_memory_bounded(tmp_path, ceremony, lishou
 
 def test_a_duplicate_shot_is_not_judged_and_a_stray_loose_is_replaced(tmp_path, ceremony, lishou):
     order = []
-    hub, show, out = _hub(tmp_path, ceremony, lishou, order)
+    hub, _, out = _hub(tmp_path, ceremony, lishou, order)
     hub.deliver(osc.Loose("上耦上射", 1104.0, T))          # a stray loose, 2.5 s before
     hub.deliver(osc.Loose("上耦上射", None, T))            # the arrow's own: replaces it
     hub.deliver(osc.Shot(SHOT, T + 0.1))
@@ -147,7 +141,7 @@ def test_a_duplicate_shot_is_not_judged_and_a_stray_loose_is_replaced(tmp_path, 
 
 def test_an_unlogged_shot_gets_no_verdict_and_is_taken_back(tmp_path, ceremony, lishou):
     order = []
-    hub, show, out = _hub(tmp_path, ceremony, lishou, order)
+    hub, _, out = _hub(tmp_path, ceremony, lishou, order)
     unlogged = []
     out.unlogged = lambda row, why: unlogged.append((row["archer"], why))
     hub.deliver(osc.Shot(SHOT, T))
@@ -163,14 +157,8 @@ def test_an_unlogged_shot_gets_no_verdict_and_is_taken_back(tmp_path, ceremony, 
 
 @pytest.fixture
 def tiny_disk(tmp_path):
-    """A 64 kB tmpfs (root only), unmounted after."""
-    where = tmp_path / "tiny"
-    where.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
-                                            str(where)], capture_output=True).returncode:
-        pytest.skip("mounting a tmpfs needs root")
-    yield where
-    subprocess.run(["umount", "-l", str(where)], check=False)
+    with tiny_tmpfs(tmp_path / "tiny") as where:
+        yield where
 
 
 def test_a_full_disk_cuts_the_row_back_and_the_log_stays_whole(tiny_disk, capsys):
@@ -183,12 +171,7 @@ def test_a_full_disk_cuts_the_row_back_and_the_log_stays_whole(tiny_disk, capsys
     written = 0
     with logwrite.ShotLogWriter(log, 8192) as w:
         w.write(ROW)
-        with open(tiny_disk / "filler", "wb", buffering=0) as f:   # the disk fills mid-show
-            try:
-                while True:
-                    f.write(b"\0" * 4096)
-            except OSError:
-                pass
+        fill(tiny_disk)                                   # the disk fills mid-show
         reserve_before = w.reserve_bytes
         for k in range(200):                              # bounded: 8 kB of reserve, ~130 B a row
             try:

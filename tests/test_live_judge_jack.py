@@ -24,7 +24,7 @@ import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
 from jack_support import Recorder, diagnosis, log_mark
-from osc_support import OscInbox, free_udp_port
+from osc_support import OscInbox, bound_sender, fill, free_udp_port, tiny_tmpfs
 from cli_support import default_sigint
 from yuexuan.live import osc
 from yuexuan.formats.midimessages import assign_tracks
@@ -209,8 +209,10 @@ def test_sigkill_keeps_every_verdict_sent(jack_async, tmp_path):
 
 
 def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
-    """/yuexuan/go, hold (twice: hold, resume), stop and panic do what the keys do; --osc-out
-    sends a /yuexuan/cue at each cue start."""
+    """/yuexuan/go, hold (twice: hold, resume), stop and panic do what the keys do, each shown
+    with its source; --osc-out sends a /yuexuan/cue at each cue start. Listening on 0.0.0.0 with
+    --osc-allow 127.0.0.1/32, a /yuexuan/panic and a /yuexuan/shot from 127.0.0.2 change nothing
+    and are counted (osc_refused in the report, a line on the screen)."""
     env, diag = jack_sync
     inbox, osc_port = OscInbox(), free_udp_port()
     rec = Recorder(env, "rec", tmp_path / "rec.jsonl")
@@ -218,8 +220,9 @@ def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
     try:
         play = subprocess.Popen(
             [sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api", "jack", "--port", "rec",
-             "--cues", "sixia_bin,sixia_gong", "--osc", f"127.0.0.1:{osc_port}", "--osc-out",
-             f"127.0.0.1:{inbox.port}"],
+             "--cues", "sixia_bin,sixia_gong", "--osc", f"0.0.0.0:{osc_port}", "--osc-allow",
+             "127.0.0.1/32", "--osc-out", f"127.0.0.1:{inbox.port}", "--report",
+             str(tmp_path / "r.json")],
             env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
         threading.Thread(target=lambda: lines.extend(line.rstrip() for line in play.stdout),
@@ -247,6 +250,13 @@ def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
         expect("waiting sixia_bin", 15)
         client.send_message("/yuexuan/go", [])
         expect("playing sixia_gong")
+        foreign = bound_sender("127.0.0.2")          # not in --osc-allow: read by no one
+        foreign.sendto(osc.message("/yuexuan/panic", []).dgram, ("127.0.0.1", osc_port))
+        foreign.sendto(osc.message("/yuexuan/shot", ["宾", "宾", "上射", "大侯", "贯"]).dgram,
+                       ("127.0.0.1", osc_port))
+        foreign.close()
+        refused_at = time.monotonic()
+        expect("REFUSED ")                           # on the screen (2 in the report)
         time.sleep(1.0)
         panic_at = time.monotonic()
         client.send_message("/yuexuan/panic", [])
@@ -258,10 +268,16 @@ def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
         inbox.close()
     assert play.returncode == 0, play.stderr.read()
     assert any("PANIC" in line for line in lines)
+    assert any(line.startswith("remote GO from 127.0.0.1:") for line in lines)
+    assert not [line for line in lines if "bad message" in line or line.startswith("shot ")]
+    assert any(line.startswith("REFUSED") and "from 127.0.0.2:" in line for line in lines)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["judging"]["osc_refused"] == 2 and report["judging"]["shots"] == []
     assert [m[2] for m in inbox.of("/yuexuan/cue")] == [["sixia_bin", "肆夏"],
                                                          ["sixia_gong", "肆夏"]]
     ons = [t for t, m in msgs if m.type == "note_on" and m.velocity]
     assert ons and not [t for t in ons if t > panic_at + 0.1]
+    assert [t for t in ons if refused_at + 0.2 < t < panic_at]     # the foreign PANIC did nothing
 
 
 @pytest.fixture
@@ -269,3 +285,98 @@ def jack_sync(jack):
     """The session's synchronous server (tests/conftest.py) and what its log says of this test."""
     mark = log_mark(jack)
     return jack, (lambda: diagnosis(jack, mark))
+
+
+def _pair(k: int) -> tuple[str, list]:
+    """Arrow ``k``'s archer and its /yuexuan/shot arguments: six 士 of three pairs, a hit or a
+    miss, so that no two shots in a row are alike (an identical one would be a duplicate)."""
+    archer = ("上耦上射", "上耦下射", "次耦上射", "次耦下射", "下耦上射", "下耦下射")[k % 6]
+    hit = (k // 6) % 2 == 0
+    return archer, [archer, "士", archer[-2:], "干" if hit else "", "贯" if hit else "不中",
+                    archer[:2], 3]
+
+
+def test_a_burst_and_a_full_disk_lose_no_verdict_in_silence(jack_async, ceremony, tmp_path):
+    """10,000 junk datagrams from 127.0.0.2 with 11 loose-and-shot pairs from 127.0.0.1 mixed in:
+    every verdict right (its loose's named time, check's verdict), or the kernel's drop count on
+    the screen within 1 s and in the report. Then the log's 64 kB tmpfs fills: the reserve is
+    spent, a row that does not fit is cut back and its shot gets /yuexuan/unlogged; check reads
+    the log, and every verdict sent is a row of it."""
+    env = jack_async
+    shift = ceremony.cue("lishou").start
+    with tiny_tmpfs(tmp_path / "tiny") as disk:
+        inbox, osc_port = OscInbox(), free_udp_port()
+        log, report = disk / "shots.csv", tmp_path / "r.json"
+        play = _play(env, osc_port, inbox.port, log, report, "--shots-log-reserve", "4096")
+        lines: list = []                    # (monotonic arrival, line) of play's stdout
+        threading.Thread(target=lambda: lines.extend((time.monotonic(), ln.rstrip())
+                                                     for ln in play.stdout), daemon=True).start()
+        junk, local = bound_sender("127.0.0.2"), bound_sender("127.0.0.1")
+        to = ("127.0.0.1", osc_port)
+        try:
+            cue_at, _, _ = inbox.wait_for("/yuexuan/cue", 20)
+            anchor = cue_at - FROM_S - shift      # monotonic instant of ceremony second 0
+            time.sleep(1.0)
+            named = []                          # the looses' times, arrow by arrow
+            t0 = time.monotonic() - anchor - 1.0
+            for k in range(10_000):
+                junk.sendto(b"junk %d" % k, to)
+                if k % 900 == 450 and len(named) < 11:
+                    archer, shot = _pair(len(named))
+                    named.append(round(t0 + 0.013 * len(named), 6))
+                    local.sendto(osc.message("/yuexuan/loose", [archer, osc.Double(named[-1])])
+                                 .dgram, to)
+                    local.sendto(osc.message("/yuexuan/shot", shot).dgram, to)
+            burst_end = time.monotonic()
+            end = burst_end + 3.0
+            while len(inbox.of("/yuexuan/verdict")) < 11 and time.monotonic() < end:
+                time.sleep(0.05)
+            time.sleep(1.0)                     # the drop line, if any, within 1 s
+            burst = [m[2] for m in inbox.of("/yuexuan/verdict")]
+            # the disk fills: send pairs until one is not logged (the reserve spent), then two
+            fill(disk)
+            unlogged_at = None
+            for k in range(11, 120):
+                archer, shot = _pair(k)
+                local.sendto(osc.message("/yuexuan/loose", [archer]).dgram, to)
+                local.sendto(osc.message("/yuexuan/shot", shot).dgram, to)
+                time.sleep(0.06)
+                if unlogged_at is None and inbox.of("/yuexuan/unlogged"):
+                    unlogged_at = k
+                if unlogged_at is not None and k >= unlogged_at + 2:
+                    break
+            time.sleep(0.3)
+            play.send_signal(signal.SIGTERM)
+            play.wait(20)
+        finally:
+            if play.poll() is None:
+                play.kill()
+            inbox.close()
+            junk.close()
+            local.close()
+        judging = json.loads(report.read_text())["judging"]
+        health = judging["health"]
+        rows, _ = _check_csv(log)                  # check reads what the full disk left (exit 0)
+        assert log.read_bytes().endswith(b"\r\n")
+    said = [ln for _, ln in lines]
+    print(f"burst: {len(burst)} verdicts of 11; kernel dropped {health['kernel_dropped']}, "
+          f"rate-limited {health['rate_limited']}, bad {health['bad']}; receive buffer "
+          f"{health['rcvbuf_bytes']} B; logged {health['logged']}, unlogged {health['unlogged']}")
+    # the junk is all accounted for: rate-limited unread, read as bad, or dropped by the kernel
+    assert 10_000 <= health["rate_limited"] + health["bad"] + health["kernel_dropped"] <= 10_022
+    right = (len(burst) == 11 and [v[3] for v in burst] == pytest.approx(named, abs=1e-6)
+             and [v[7] for v in burst] == [r["reason"] for r in rows[:11]])
+    if not right:                               # then the loss is said, within 1 s, and counted
+        assert health["kernel_dropped"] > 0, (named, burst, [s for s in said if "loose" in s][:20])
+        shown = [t for t, ln in lines if ln.startswith("DROPPED by the kernel")]
+        assert shown and shown[0] - burst_end < 1.0, said[-20:]
+    # the full disk: some shots not logged, each told by /yuexuan/unlogged, never a verdict
+    unlogged = inbox.of("/yuexuan/unlogged")
+    assert unlogged_at is not None and len(unlogged) == health["unlogged"] >= 3
+    assert any(ln.startswith("NOT LOGGED shot of") for ln in said)
+    verdicts = [m[2] for m in inbox.of("/yuexuan/verdict")]
+    assert len(verdicts) == len(rows) == health["logged"]
+    for v in verdicts:                          # every verdict sent is its row of the log
+        row = rows[v[0] - 1]
+        assert (row["archer"], row["reason"]) == (v[1], v[7])
+        assert float(row["time"]) == pytest.approx(v[3], abs=1e-6)
