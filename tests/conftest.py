@@ -23,10 +23,11 @@ from cli_support import DEFAULT_CUES, ROOT, run_cli
 # file) so that a developer without root runs the rest with ``pytest -m "not system"``; CI runs all.
 # Whole modules, by file name:
 SYSTEM_MODULES = {"test_fluidsynth_mts.py": "fluidsynth", "test_live_jack.py": "jackd",
+                  "test_operator_screen.py": "jackd, tmux",
                   "test_live_judge_jack.py": "jackd", "test_drum_mix.py": "fluidsynth"}
 # Tests that use one of these fixtures (directly or through another fixture):
 SYSTEM_FIXTURES = {"browser": "chromium", "jack": "jackd", "jack_async": "jackd", "jack_worker": "jackd",
-                   "jack_servers": "jackd", "jack_sync": "jackd", "fluid_mixes": "fluidsynth",
+                   "jack_servers": "jackd", "jack_sync": "jackd", "jack_restartable": "jackd", "fluid_mixes": "fluidsynth",
                    "phone_video": "ffmpeg, fluidsynth"}
 # Single tests, by function name:
 SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond",
@@ -38,7 +39,7 @@ SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond",
 # their wake-ups (the players' sending threads and jackd ask SCHED_FIFO themselves). (The tests on
 # the asynchronous server count what a player sent or logged and time nothing: the play property
 # tests, SIGKILL during live judging.)
-REALTIME_FIXTURES = {"jack"}
+REALTIME_FIXTURES = {"jack", "jack_restartable"}
 REALTIME_UNIT = "@realtime"         # the suffix of their node ids (as xdist's loadgroup marks a group)
 REALTIME_NICE = -15
 

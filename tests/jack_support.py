@@ -118,50 +118,80 @@ def jack_server(period: int = PERIOD_FRAMES, rate: int = RATE_HZ, realtime: bool
     SIGINT/SIGTERM kill cases, whose players exit cleanly, ask for ``sync=True``. The environment also carries
     ``YUEXUAN_TEST_JACK_MODE``, the server's options and its log, for :func:`diagnosis`.
     """
-    if shutil.which("jackd") is None:
-        raise RuntimeError("jackd is not installed (Debian jackd2; see tests/system-deps.sh)")
-    if realtime is None:
-        forced = os.environ.get("YUEXUAN_JACK_REALTIME")     # "0" / "1" override the probe
-        realtime = forced == "1" if forced in ("0", "1") else can_realtime()
-    if sync is None:
-        sync = os.environ.get("YUEXUAN_JACK_SYNC") == "1"
-    name = f"yx{uuid.uuid4().hex[:10]}"
-    env = jack_env(name)
-    env["YUEXUAN_TEST_JACK_MODE"] = (("realtime" if realtime else "no-realtime")
-                                     + (", synchronous" if sync else ", asynchronous"))
-    # jackd reports every xrun: its output goes to a file, never to a pipe nobody drains
-    # (a full pipe blocks the server)
-    log = tempfile.NamedTemporaryFile(prefix=f"jackd-{name}-", suffix=".log", delete=False)
-    reclaim_dead_servers()
-    args = ["jackd", "-n", name, "-R" if realtime else "--no-realtime", "-t", str(timeout_ms)]
-    if sync:
-        args.append("-S")
-    env["YUEXUAN_TEST_JACK_LOG"] = log.name
-    env["YUEXUAN_TEST_JACK_ARGS"] = " ".join(args[3:])
-    proc = subprocess.Popen(args + ["-d", "dummy", "-p", str(period), "-r", str(rate)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=_ends_with_parent)
+    server = JackServer(period, rate, realtime, sync, timeout_ms)
     try:
+        server.start()
+        yield server.env
+    finally:
+        server.stop()
+
+
+class JackServer:
+    """A private jackd (see :func:`jack_server`) that a test may also kill and start again under
+    the same name (``kill()``, ``start()``): a JACK server that dies mid-show and comes back."""
+
+    def __init__(self, period: int = PERIOD_FRAMES, rate: int = RATE_HZ,
+                 realtime: bool | None = None, sync: bool | None = None,
+                 timeout_ms: int = CLIENT_TIMEOUT_MS):
+        if shutil.which("jackd") is None:
+            raise RuntimeError("jackd is not installed (Debian jackd2; see tests/system-deps.sh)")
+        if realtime is None:
+            forced = os.environ.get("YUEXUAN_JACK_REALTIME")     # "0" / "1" override the probe
+            realtime = forced == "1" if forced in ("0", "1") else can_realtime()
+        if sync is None:
+            sync = os.environ.get("YUEXUAN_JACK_SYNC") == "1"
+        self.name = f"yx{uuid.uuid4().hex[:10]}"
+        self.env = env = jack_env(self.name)
+        env["YUEXUAN_TEST_JACK_MODE"] = (("realtime" if realtime else "no-realtime")
+                                         + (", synchronous" if sync else ", asynchronous"))
+        # jackd reports every xrun: its output goes to a file, never to a pipe nobody drains
+        # (a full pipe blocks the server)
+        self.log = tempfile.NamedTemporaryFile(prefix=f"jackd-{self.name}-", suffix=".log",
+                                               delete=False)
+        self.args = ["jackd", "-n", self.name, "-R" if realtime else "--no-realtime",
+                     "-t", str(timeout_ms)]
+        if sync:
+            self.args.append("-S")
+        self.args += ["-d", "dummy", "-p", str(period), "-r", str(rate)]
+        env["YUEXUAN_TEST_JACK_LOG"] = self.log.name
+        env["YUEXUAN_TEST_JACK_ARGS"] = " ".join(self.args[3:-6])
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> float:
+        """Start jackd and wait until clients can connect; returns that moment (monotonic s)."""
+        reclaim_dead_servers()
+        self.proc = proc = subprocess.Popen(self.args, env=self.env, stdout=self.log,
+                                            stderr=subprocess.STDOUT, preexec_fn=_ends_with_parent)
         deadline = time.monotonic() + 10
         while True:
             if proc.poll() is not None:
-                raise RuntimeError("jackd exited: " + Path(log.name).read_text(errors="replace"))
-            ok = subprocess.run(["jack_lsp"], env=env, capture_output=True, timeout=5)
+                raise RuntimeError("jackd exited: " + Path(self.log.name).read_text(errors="replace"))
+            ok = subprocess.run(["jack_lsp"], env=self.env, capture_output=True, timeout=5)
             if ok.returncode == 0 and b"system:" in ok.stdout:
-                break
+                return time.monotonic()
             if time.monotonic() > deadline:
                 raise RuntimeError("jackd did not come up within 10 s")
-            time.sleep(0.1)
-        yield env
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        os.unlink(log.name)
+            time.sleep(0.02)
+
+    def kill(self, sig: int = signal.SIGKILL) -> float:
+        """End the server with ``sig``; returns when it was sent (monotonic s)."""
+        assert self.proc is not None
+        t = time.monotonic()
+        self.proc.send_signal(sig)
+        self.proc.wait(10)
+        return t
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.log.name)
 
 
 def log_mark(env: dict) -> int:

@@ -8,8 +8,9 @@
 #   fonts-noto-cjk                   Chinese glyphs for the browser and LilyPond
 #   ffmpeg                           makes the phone-video (MP4/AAC) recordings the drum finder is tested on
 #   default-jre-headless + npm       the Nu Html Checker (vnu-jar from the npm registry) for the guide's HTML
+#   tmux                             a terminal emulator the operator's screen of play is read through
 set -eu
-pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk ffmpeg"
+pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk ffmpeg tmux"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

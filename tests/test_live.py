@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import mido
 import numpy as np
@@ -393,6 +394,35 @@ def test_status_screen_names_the_moment_and_the_next_cue():
     show.soft_stop()
     assert "乐阕 at 00:01.0" in operator.render(show.status())
     show.shutdown()
+
+
+def test_status_screen_fits_24_rows_and_the_width_whatever_comes_in():
+    """Too many lines for 24 rows: quotes, older verdicts and notices give way; the header, NOW,
+    NEXT STROKE, NEXT, the last verdict, the bad-input counter and the health lines stay; every
+    line is cut to the width in cells (CJK takes two) and a sender's control characters are ?."""
+    from prompt_toolkit.utils import get_cwidth
+    sink = Sink(VirtualClock())
+    tl, show = _show(sink)
+    show.start()
+    show.go()
+    sink.clock.advance(0.2)
+    status = replace(show.status(), next_stroke=(1.4, "上耦下射, 节 4"),
+                     notices=tuple(f"notice {i}" for i in range(4)))
+    judged = operator.Judging(
+        verdicts=tuple(f"shot {i}: 射{'射' * 800}" for i in range(1, 7)) + ("shot 7: \x1b[2J last",),
+        tallies=("round 3: 右 1 算, 左 0 算",), bad="bad input: 8 messages (last: junk)",
+        health=("osc 127.0.0.1:9000  refused 0  dropped 0", "log ok  3 rows"),
+        notices=tuple(f"remote GO from 127.0.0.{i}" for i in range(10)))
+    for width in (80, 40):
+        text = operator.render(status, width=width, judged=judged, height=24)
+        lines = text.split("\n")
+        assert len(lines) == 24 and all(sum(map(get_cwidth, ln)) <= width for ln in lines), text
+        assert lines[0].startswith("乐县 yuexuan play — PLAYING"[:width])
+        for must in ("NOW   a", "NEXT STROKE in 1.4 s", "NEXT  b", "shot 7: ?[2J", "bad input: 8",
+                     "osc 127.0.0.1", "log ok"):
+            assert any(ln.startswith(must[:width - 3]) or ln.strip().startswith(must[:width - 5])
+                       for ln in lines), (must, text)
+        assert "\x1b" not in text and "shot 1:" not in text        # the oldest verdict gave way
 
 
 def test_keys_and_lines_map_to_commands():

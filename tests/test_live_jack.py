@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import rtmidi
 
-from jack_support import PERIOD_FRAMES, RATE_HZ, Recorder, diagnosis, log_mark
+from jack_support import PERIOD_FRAMES, RATE_HZ, JackServer, Recorder, diagnosis, log_mark
 from play_support import Play, as_messages, assert_nothing_left_sounding, note_ons
 from yuexuan.live import timecode as sync
 from yuexuan.compiler import compile_file
@@ -323,3 +323,59 @@ def test_list_ports_and_missing_port(jack, tmp_path):
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [
         missing.stderr.strip()] and "no MIDI output port contains 'nosuch'" in missing.stderr
+
+
+@pytest.fixture
+def jack_restartable():
+    """A private synchronous JACK server of this test's own, which it kills and starts again."""
+    server = JackServer(sync=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_jack_server_killed_and_back(jack_restartable, tmp_path):
+    """jackd killed mid-cue (SIGTERM here: a SIGKILLed jackd may leave JACK's shared metadata
+    database locked, and the next servers on the machine, other tests' too, then took over 10 s to
+    start; libjack tells its clients the same way, by the socket closing): play says so within 1 s and plays on by the clock (the notes due
+    meanwhile counted); a server of that name started again gets new clients, and the recorder
+    (a new one: the old one died with its server) gets the tuning and the notes within 2 s."""
+    server = jack_restartable
+    rec = Recorder(server.env, "rec", tmp_path / "a.jsonl")
+    second = None
+    try:
+        play = Play(server.env, "--port", "rec", "--cues", "lishou", "--from", "40", "--auto",
+                    report=tmp_path / "r.json")
+        play.expect(r"^playing lishou")
+        time.sleep(1.0)
+        killed = server.kill(signal.SIGTERM)
+        play.expect(r"JACK server has shut down", 5)
+        noticed = time.monotonic()
+        first = as_messages(rec.stop())
+        up = server.start()
+        second = Recorder(server.env, "rec", tmp_path / "b.jsonl")
+        play.expect(r"JACK server is back", 5)
+        play.expect(r"is back; output resumed", 5)
+        time.sleep(0.5)
+        play.proc.send_signal(signal.SIGINT)
+        rc, err, report = play.finish(15)
+    finally:
+        later = as_messages(second.stop()) if second else []
+        rec.kill()
+    assert rc == 130, err
+    assert note_ons(first)
+    assert noticed - killed < 1.0, f"noticed {noticed - killed:.2f} s after the kill"
+    (outage,) = report["jack_server_outages"]
+    assert outage["lost_monotonic"] - killed < 1.0 and outage["back_monotonic"] > up
+    assert report["notes_dropped"] > 0                # the show clock ran on through the outage
+    # the tuning first, then the resets and the notes, all within 2 s of the server's return
+    assert later and later[0][1].type == "sysex", [m.type for _, m in later[:5]]
+    ons = note_ons(later)
+    assert ons, [m.type for _, m in later]
+    figures = (f"killed→noticed {noticed - killed:.3f} s; server up→tuning {later[0][0] - up:.3f} s, "
+               f"→first note {ons[0][0] - up:.3f} s; {report['notes_dropped']} notes not sent")
+    print(figures)
+    assert later[0][0] - up <= 2.0 and ons[0][0] - up <= 2.0, figures
+    assert_nothing_left_sounding(later)

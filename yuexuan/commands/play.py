@@ -15,7 +15,7 @@ from yuexuan.commands import play_judging
 from yuexuan.commands.common import add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
 from yuexuan.live import calls as live_calls
-from yuexuan.live import osc, ports, process, timecode
+from yuexuan.live import jack_server, operator, osc, ports, process, timecode
 from yuexuan.live import show as show_mod
 from yuexuan.live.judged_show import JudgedShow
 from yuexuan.live.program import build_program
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 
 PORT_POLL_S = 0.5       # how often the output port is looked for (loss and return)
+SERVER_POLL_S = 0.1     # --api jack, once the server shut down: how soon it is said, and how
+                        # often it is looked for again (jack_server.ServerWatch.retry_s bounds it)
 SCREEN_S = 0.2          # status screen refresh period
 RT_PRIORITY = 5         # SCHED_FIFO priority of the scheduler thread: below JACK's (10+)
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -218,7 +220,8 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
         _, sensor = hits.open_sensor(args.api, args.hits_midi, rig.hub, plan.sensor_map,
                                      plan.timeline, _input_priority(args))
         stack.callback(sensor.close)
-    rig.term = Terminal(rig.commands)
+    listening = None if rig.listener is None else "{}:{}".format(*rig.listener.address)
+    rig.term = Terminal(rig.commands, listening)
 
 
 def _show(plan: _Plan, out: ports.Output, ended: queue.Queue[Any]) -> JudgedShow:
@@ -268,7 +271,8 @@ def _drive(rig: _Rig) -> None:
     show, out, term = rig.show, rig.out, rig.term
     assert show is not None and out is not None and term is not None     # _open_rig's
     show.start()
-    next_poll = time.monotonic() + PORT_POLL_S
+    last_poll = time.monotonic()
+    last_quit = float("-inf")
     next_draw = 0.0
     while not show.done.is_set():
         if show.error is not None:
@@ -277,14 +281,17 @@ def _drive(rig: _Rig) -> None:
             cmd = rig.commands.get(timeout=0.02)
         except queue.Empty:
             cmd = None
-        if cmd == "quit":
-            break
-        if cmd:
+        if cmd == "quit":                   # asked twice: one stray key never ends a show
+            if time.monotonic() - last_quit <= operator.QUIT_WITHIN_S:
+                break
+            last_quit = time.monotonic()
+            show.notice(f"quit? press q again within {operator.QUIT_WITHIN_S:.0f} s to end the show")
+        elif cmd:
             show.notice(show.command(cmd))
         _cues_ended(rig.ended, rig.hub)
         now = time.monotonic()
-        if now >= next_poll:
-            next_poll = now + PORT_POLL_S
+        if now >= last_poll + (SERVER_POLL_S if out.server_down else PORT_POLL_S):
+            last_poll = now
             change = out.check()
             if change:
                 show.port_changed(change, out.resume)
@@ -302,11 +309,15 @@ def _finish(args: argparse.Namespace, plan: _Plan, rig: _Rig, interrupted: bool)
     summary = show.stats.summary()
     lines = [summary.line() + (f"; {out.dropped} dropped while the port was gone"
                                if out.dropped else "")
+             + (f"; {show.notes_dropped} notes not sent" if show.notes_dropped else "")
+             + (f"; the JACK server went away {len(out.server_outages())} times"
+                if out.server_outages() else "")
              + ("" if show.realtime else "; scheduler ran without realtime priority")]
     _cues_ended(rig.ended, hub)
     lines.extend(hub.final_lines() if hub is not None else ())
     if args.report:             # first: after SIGHUP the terminal that stderr writes to is gone
         report = _report(show, summary)
+        report["jack_server_outages"] = list(jack_server.outages_report(out.server_outages()))
         if hub is not None:
             report["judging"] = hub.summary()
         if plan.notify is not None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from yuexuan.live import show as show_mod
 from yuexuan.live.calls import CallEvent
+from yuexuan.live.operator import Status
 from yuexuan.live.program import Program
 from yuexuan.live.queue_items import Kind, Payload, Send
 from yuexuan.timeline import Beat, Cue
@@ -58,6 +60,23 @@ class JudgedShow(show_mod.Show):
             if run is not None:
                 return (run.held_since if run.held_since is not None else at) - run.anchor
             return self._stood_s
+
+    def status(self) -> Status:
+        """The show's status with the next 射节 stroke of the cues playing: how soon, whose and
+        which 节 (e.g. ``(1.4, "上耦下射, 节 4")``); None when held or no stroke is left."""
+        with self._lock:
+            st = super().status()
+            run = self._run
+            if run is None or run.held_since is not None:
+                return st
+            pos = self._clock() - run.anchor
+            later = [b for cid in run.cue_ids for b in self._beats.get(cid, ()) if b.time > pos]
+            if not later:
+                return st
+            b = min(later, key=lambda x: x.time)
+            who = f"{b.pair or ''}{b.role or ''}"
+            return replace(st, next_stroke=(b.time - pos, f"{who}, 节 {b.jie}" if who
+                                            else f"节 {b.jie}"))
 
     # -- live calls ----------------------------------------------------------------------------------
     def sound_call(self, events: Iterable[CallEvent]) -> bool:

@@ -27,6 +27,7 @@ class Outlet:
         self.channels = tuple(channels)     # MIDI channels (0-based) the show uses
         self.port_name = port_name
         self.port_ok = True
+        self.server_ok = True               # --api jack: the JACK server is there
         self.sent = 0
         self.dropped = 0
         self.notes_dropped = 0              # note-ons that could not be sent (port or server gone)

@@ -17,6 +17,7 @@ from typing import Any
 import rtmidi
 
 from yuexuan.errors import UserError
+from yuexuan.live import jack_server
 
 CLOSE_DRAIN_S = 0.1   # wait before closing an output port, seconds
 
@@ -34,18 +35,38 @@ def api_id(api: str) -> int:
     return APIS[api]
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Silence what the C libraries (libjack, alsa-lib) print on fd 2 while a client opens."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+class _Silencer:
+    """fd 2 pointed at /dev/null while any thread is inside, restored when the last one leaves.
+    fd 2 is the process's own, so this is one object for the process: two threads saving and
+    restoring it each on their own (a dead JACK client closing on its thread while the operator's
+    loop opens a new one) could leave it pointing at /dev/null for good."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved = -1
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth == 0:
+                sys.stderr.flush()
+                self._saved = os.dup(2)
+                with open(os.devnull, "wb") as null:
+                    os.dup2(null.fileno(), 2)
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0:
+                    os.dup2(self._saved, 2)
+                    os.close(self._saved)
+
+
+# Silence what the C libraries (libjack, alsa-lib) print on fd 2 while a client opens or closes.
+_quiet_stderr = _Silencer()
 
 
 def _client(kind: str, api: str, name: str) -> Any:          # an rtmidi MidiOut or MidiIn
@@ -95,11 +116,19 @@ class Output:
         self.dropped = 0
         self.connected = False
         self._held = False                   # reopened after a loss, not yet resumed
-        self.port_name = None
+        self.port_name: str | None = None
+        self._server: jack_server.ServerWatch | None = None    # --api jack: is the server there
+        self._dead: list[Any] = []          # rtmidi clients of a JACK server that shut down
+        if api == "jack":
+            try:
+                self._server = jack_server.ServerWatch(_quiet_stderr)
+            except (ImportError, OSError, RuntimeError) as exc:   # no JACK-Client, libjack, server
+                self._out.delete()
+                if self._watch is not None:
+                    self._watch.delete()
+                raise UserError(f"cannot watch the JACK server: {exc}", key="--api") from None
         if fragment is None:
-            self._out.open_virtual_port("out")
-            self.port_name = f"{CLIENT}:out (virtual)"
-            self.connected = True
+            self._open_virtual()
         else:
             names = self._out.get_ports()
             i = find_port(names, fragment)
@@ -111,6 +140,22 @@ class Output:
                 raise UserError(f"no MIDI output port contains {fragment!r}; ports: {listing}",
                                 key="--port")
             self._open(i, names[i])
+
+    def _open_virtual(self, hold: bool = False) -> None:
+        self._out.open_virtual_port("out")
+        self.port_name = f"{CLIENT}:out (virtual)"
+        self._held = hold
+        self.connected = not hold
+
+    @property
+    def server_down(self) -> bool:
+        """True from the moment the JACK server shut down (libjack's callback) until
+        :meth:`check` has re-created the clients on a new one."""
+        return self._server is not None and (self._server.down.is_set() or self._out is None)
+
+    def server_outages(self) -> list[tuple[float, float | None]]:
+        """The JACK server's outages, (lost, back) monotonic s; [] on ALSA."""
+        return [] if self._server is None else list(self._server.outages)
 
     def _open(self, index: int, name: str, hold: bool = False) -> None:
         """Connect to destination ``index``; JACK and ALSA connect asynchronously, so wait
@@ -125,16 +170,38 @@ class Output:
     def send(self, data: Sequence[int]) -> bool:
         """Send raw bytes; False (and counted as dropped) while the destination is gone."""
         with self._lock:
-            if not self.connected:
+            if not self.connected or (self._server is not None and self._server.down.is_set()):
                 self.dropped += 1
                 return False
             self._out.send_message(data)
             return True
 
     def check(self) -> str | None:
-        """Look for the destination; returns "lost", "back" or None (no change)."""
+        """Look for the destination; returns "lost", "back", "server-lost", "server-back" or None
+        (no change). After "server-back" the port is looked for again on the next call."""
+        if self._server is not None:
+            self._bury()
+            change = self._server.poll()
+            if change == "lost":
+                with self._lock:
+                    self.connected = self._held = False
+                    self._dead += [c for c in (self._out, self._watch) if c is not None]
+                    self._out = self._watch = None
+                return "server-lost"
+            if change == "back":
+                with _quiet_stderr():
+                    out = _client("out", self.api, CLIENT)
+                    watch = None if self.fragment is None else _client("out", self.api,
+                                                                     CLIENT + "-watch")
+                with self._lock:
+                    self._out, self._watch = out, watch
+                if self.fragment is None:
+                    self._open_virtual(hold=True)
+                return "server-back"
+            if self._out is None:
+                return None
         if self._watch is None:
-            return None
+            return "back" if self._held and self.fragment is None else None
         names = self._watch.get_ports()
         present = [n for n in names if self.fragment in n and not n.startswith(CLIENT + ":")]
         with self._lock:
@@ -150,6 +217,17 @@ class Output:
         self._open(mine.index(present[0]), present[0], hold=True)
         return "back"
 
+    def _bury(self) -> None:
+        """Delete the clients of a server that shut down, while no server runs: each waits about
+        1 s for it, holding the GIL (python-rtmidi), and one deleted once a new server of that
+        name runs corrupts libjack (the next client deleted segfaults, measured). :meth:`check`
+        calls this on its call after "server-lost" (0.1 s later: the operator saw the notice)."""
+        if self._dead:
+            with _quiet_stderr():
+                for client in self._dead:
+                    client.delete()
+            self._dead.clear()
+
     def resume(self) -> None:
         """After :meth:`check` said "back": let messages through again. Call it where nothing
         else can send before the setup (tuning) that must come first (the show holds its lock)."""
@@ -163,10 +241,18 @@ class Output:
         time.sleep(CLOSE_DRAIN_S)
         with self._lock:
             self.connected = False
-            self._out.close_port()
-            self._out.delete()
-            if self._watch is not None:
-                self._watch.delete()
+            if self._server is not None and self._server.down.is_set():
+                self._dead += [c for c in (self._out, self._watch) if c is not None]
+            else:
+                if self._out is not None:
+                    self._out.close_port()
+                    self._out.delete()
+                if self._watch is not None:
+                    self._watch.delete()
+            self._out = self._watch = None
+        self._bury()
+        if self._server is not None:
+            self._server.close()
 
 
 def realtime_thread(priority: int | None) -> bool:

@@ -273,7 +273,8 @@ class Show:
         return text
 
     def port_changed(self, change: str, resume: Callable[[], None] | None = None) -> None:
-        """Output port lost ("lost") or back ("back"): notice, and re-send setup on return.
+        """Output port lost ("lost") or back ("back"), or the JACK server gone ("server-lost")
+        or running again ("server-back"): notice, and re-send setup on the port's return.
 
         ``resume()`` (for "back") reopens the output to messages; it is called under the show's
         lock, so the setup (tuning) goes out before any scheduled note."""
@@ -282,6 +283,15 @@ class Show:
                 self.notice(self._outlet.port_lost())
             elif change == "back":
                 self.notice(self._outlet.port_back(self.program.setup, resume))
+            elif change == "server-lost":          # --api jack: the JACK server shut down
+                self._outlet.port_lost()
+                self._outlet.server_ok = False
+                self.notice("JACK server has shut down: the show clock runs on, notes are "
+                            "counted as dropped until it returns")
+            elif change == "server-back":
+                self._outlet.server_ok = True
+                self.notice("JACK server is back: MIDI clients re-created, looking for "
+                            f"{self._outlet.port_name}")
 
     # -- status --------------------------------------------------------------------------------
     def status(self) -> Status:
@@ -298,7 +308,8 @@ class Show:
                 nxt = later[0] if later else None
             return Status(self._state, cue, pos, self._cut_at, nxt, self.options.auto,
                           self._outlet.port_name, self._outlet.port_ok, self.sent, self.dropped,
-                          tuple(self._notices), self._notice_count)
+                          tuple(self._notices), self._notice_count,
+                          server_ok=self._outlet.server_ok, notes_dropped=self.notes_dropped)
 
     # -- internals (called with the lock held) --------------------------------------------------
     def _cue(self, cue_id: str | None) -> Cue:
