@@ -61,12 +61,15 @@ def big_sheet(folder: Path, pairs: int) -> Path:
 
 
 def shots_of(ceremony, n: int) -> list:
-    """``n`` shot messages (archer rank role target result pair) in the schedule's order: the
-    士 of pairs of 士, each arrow a 贯 on the 干."""
+    """``n`` shot messages (archer rank role target result pair): the 士 of pairs of 士, each
+    arrow a 贯 on the 干, every archer's first arrow, then every archer's second …: at the bench's
+    rate an archer's arrows in the schedule's order would come 0.5 s apart, and a shot identical
+    to one within 0.5 s is a duplicate, not judged (docs/play.md)."""
     shi_pairs = {b.pair for b in ceremony.beats if b.shoot} - {
         b.pair for b in ceremony.beats if b.shoot and b.rank != "士"}
-    out = [[b.archer, b.rank, b.role, "干", "贯", b.pair] for b in ceremony.beats
-           if b.shoot and b.pair in shi_pairs]
+    beats = [b for b in ceremony.beats if b.shoot and b.pair in shi_pairs]
+    order = sorted(range(len(beats)), key=lambda k: (beats[k].arrow or 0, k))
+    out = [[b.archer, b.rank, b.role, "干", "贯", b.pair] for b in (beats[k] for k in order)]
     if len(out) < n:
         raise SystemExit(f"only {len(out)} arrows of 士 in the roster; give more --pairs")
     return out[:n]

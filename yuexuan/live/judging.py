@@ -108,6 +108,8 @@ class Hub:
         self.last_control: str | None = None
         self._shots_seen: deque[tuple[float, tuple[Any, ...]]] = deque()  # (arrival, fields)
         self._polled = InputHealth()        # the listener's counts as last said
+        if listener is not None and listener.rcvbuf_hint:
+            self._notice(listener.rcvbuf_hint)          # a burst may be dropped: say how to fix
 
     # -- input -------------------------------------------------------------------------------
     def deliver(self, record: osc.Record) -> None:
