@@ -126,6 +126,21 @@ def test_check_judges_against_the_patterns_strokes(capsys, default_timeline, def
         assert doc["shots"][0]["nearest_beat"] == pytest.approx(start + up)
     assert reasons[()] == ["释", "释", "不鼓不释", "释"]
     assert reasons[("--own-jie",)] == ["释", "释", "不鼓不释", "不鼓不释"]
+    # the live judge (play --osc) on the same arrows: loosed at the log's times, landed 1 s later
+    from yuexuan.data import DataSource
+    from yuexuan.live.judge import Judge, round_rosters
+    from yuexuan.scoring.rules import rules_for
+    tl, _ = compile_path(cues)
+    rows = [r.split(",") for r in log.read_text(encoding="utf-8").splitlines()[1:]]
+    for own in (False, True):
+        judge = Judge(rules_for(tl, DataSource(), own_jie=own), round_rosters(tl))
+        live = []
+        for t, archer, rank, role, target, result, pair, rnd in rows:
+            assert judge.loose(archer, start + float(t)) is None
+            live.append(judge.shot({"archer": archer, "rank": rank, "role": role, "target": target,
+                                    "result": result, "pair": pair, "round": rnd},
+                                   start + float(t) + 1.0).reason)
+        assert live == reasons[("--own-jie",) if own else ()], own
 
 
 @pytest.mark.parametrize("old,new,key,fragment", [
