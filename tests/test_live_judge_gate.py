@@ -153,6 +153,11 @@ def test_an_unlogged_shot_gets_no_verdict_and_is_taken_back(tmp_path, ceremony, 
     del hub.log.write                                     # space again: the shot is resent
     hub.deliver(osc.Shot({**SHOT, "archer": "上耦下射", "role": "下射"}, T + 1))
     assert [n for n, _ in out.sent] == [1, 2] and len(read_shots(tmp_path / "shots.csv")) == 2
+    rows = hub.judge.rows
+    hub.log.rewrite = lambda rows: (_ for _ in ()).throw(OSError(28, "No space left on device"))
+    hub.deliver(osc.parse("/yuexuan/correct", ("上耦上射", 1, "扬触"), T + 2))
+    assert hub.judge.rows == rows and [n for n, _ in out.sent] == [1, 2]     # taken back
+    assert unlogged[-1] == ("上耦上射", "No space left on device")
 
 
 @pytest.fixture
