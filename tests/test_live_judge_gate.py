@@ -151,7 +151,7 @@ def test_an_unlogged_shot_gets_no_verdict_and_is_taken_back(tmp_path, ceremony, 
     assert len(hub.judge) == 1 and hub.health().log_state == LOG_FAILING
     assert hub.screen()[1].startswith("NOT LOGGED shot of 上耦下射")
     del hub.log.write                                     # space again: the shot is resent
-    hub.deliver(osc.Shot({**SHOT, "archer": "上耦下射", "role": "下射"}, T + 1))
+    hub.deliver(osc.Shot({**SHOT, "archer": "上耦下射", "role": "下射"}, T + 0.1))
     assert [n for n, _ in out.sent] == [1, 2] and len(read_shots(tmp_path / "shots.csv")) == 2
     rows = hub.judge.rows
     hub.log.rewrite = lambda rows: (_ for _ in ()).throw(OSError(28, "No space left on device"))

@@ -74,6 +74,11 @@ def tally_line(t: dict[str, Any], final: bool) -> str:
             f"{t['announcement']}")
 
 
+def _shot_key(fields: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A shot's fields, comparable: two shots alike are one datagram sent twice."""
+    return tuple(sorted((k, str(v)) for k, v in fields.items()))
+
+
 class Hub:
     """Feeds the :class:`~yuexuan.live.judge.Judge`; sounds, logs, sends and shows each verdict.
 
@@ -158,7 +163,7 @@ class Hub:
         seen = self._shots_seen
         while seen and arrival - seen[0][0] > DUPLICATE_S:
             seen.popleft()
-        key = tuple(sorted((k, str(v)) for k, v in fields.items()))
+        key = _shot_key(fields)
         if any(k == key for _, k in seen):
             return True
         seen.append((arrival, key))
@@ -189,7 +194,9 @@ class Hub:
             if word is not None and word in self.calls and self.show.sound_call(self.calls[word]):
                 self.call_lag_s.append(self.show.now() - arrival)
             why = self._write(j)
-            if why is not None:
+            if why is not None:             # a resend of it is not a duplicate
+                seen = (arrival, _shot_key(fields))
+                self._shots_seen = deque(e for e in self._shots_seen if e != seen)
                 self.judge.undo(j)
                 self._unlogged(j.row, f"shot of {j.row['archer']} at {j.row['time']:.3f} s",
                                why)
