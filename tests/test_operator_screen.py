@@ -82,7 +82,9 @@ def test_screen_keeps_its_lines_under_junk_and_a_long_name(jack, tmp_path):
             for i in range(8):                                  # 8 junk datagrams
                 s.sendto(b"junk %d" % i, ("127.0.0.1", port))
         client.send_message("/yuexuan/shot", ["射" * 1500, "士", "上射", "干", "贯"])
-        lines = term.wait_for("bad input: 9")
+        client.send_message("/yuexuan/go", [])      # --auto: no cue left; shown with its source
+        term.wait_for("bad input: 9")
+        lines = term.wait_for("remote GO from 127.0.0.1:")
         text = "\n".join(lines)
         assert len(lines) <= ROWS
         assert all(sum(get_cwidth(c) for c in line) <= COLUMNS for line in lines), text

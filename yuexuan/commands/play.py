@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 
 PORT_POLL_S = 0.5       # how often the output port is looked for (loss and return)
-SERVER_POLL_S = 0.1     # --api jack, once the server shut down: how soon it is said, and how
-                        # often it is looked for again (jack_server.ServerWatch.retry_s bounds it)
+SERVER_POLL_S = 0.1     # while the port (or the JACK server) is gone: how often it is looked
+                        # for; a server's shutdown is said within this (ServerWatch.retry_s
+                        # bounds how often a new client is tried)
 SCREEN_S = 0.2          # status screen refresh period
 RT_PRIORITY = 5         # SCHED_FIFO priority of the scheduler thread: below JACK's (10+)
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -290,7 +291,8 @@ def _drive(rig: _Rig) -> None:
             show.notice(show.command(cmd))
         _cues_ended(rig.ended, rig.hub)
         now = time.monotonic()
-        if now >= last_poll + (SERVER_POLL_S if out.server_down else PORT_POLL_S):
+        if now >= last_poll + (PORT_POLL_S if out.connected and not out.server_down
+                               else SERVER_POLL_S):
             last_poll = now
             change = out.check()
             if change:

@@ -29,7 +29,7 @@ class ServerWatch:
     """
 
     def __init__(self, quiet: Callable[[], AbstractContextManager[None]],
-                 clock: Callable[[], float] = time.monotonic, retry_s: float = 0.25) -> None:
+                 clock: Callable[[], float] = time.monotonic, retry_s: float = 0.1) -> None:
         import jack  # JACK-Client: only for --api jack
 
         self._jack = jack
