@@ -255,9 +255,10 @@ def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
         foreign.sendto(osc.message("/yuexuan/shot", ["宾", "宾", "上射", "大侯", "贯"]).dgram,
                        ("127.0.0.1", osc_port))
         foreign.close()
-        refused_at = time.monotonic()
         expect("REFUSED ")                           # on the screen (2 in the report)
-        time.sleep(1.0)
+        time.sleep(0.3)
+        assert play.poll() is None and not any("PANIC" in line for line in lines)
+        time.sleep(0.7)
         panic_at = time.monotonic()
         client.send_message("/yuexuan/panic", [])
         play.wait(15)
@@ -277,7 +278,6 @@ def test_osc_control_go_hold_stop_panic(jack_sync, tmp_path):
                                                          ["sixia_gong", "肆夏"]]
     ons = [t for t, m in msgs if m.type == "note_on" and m.velocity]
     assert ons and not [t for t in ons if t > panic_at + 0.1]
-    assert [t for t in ons if refused_at + 0.2 < t < panic_at]     # the foreign PANIC did nothing
 
 
 @pytest.fixture
@@ -288,12 +288,11 @@ def jack_sync(jack):
 
 
 def _pair(k: int) -> tuple[str, list]:
-    """Arrow ``k``'s archer and its /yuexuan/shot arguments: six 士 of three pairs, a hit or a
-    miss, so that no two shots in a row are alike (an identical one would be a duplicate)."""
+    """Arrow ``k``'s archer and its /yuexuan/shot arguments: six 士 of three pairs, four kinds of
+    shot, so that two alike are 24 arrows apart (an identical shot within 0.5 s is a duplicate)."""
     archer = ("上耦上射", "上耦下射", "次耦上射", "次耦下射", "下耦上射", "下耦下射")[k % 6]
-    hit = (k // 6) % 2 == 0
-    return archer, [archer, "士", archer[-2:], "干" if hit else "", "贯" if hit else "不中",
-                    archer[:2], 3]
+    target, result = (("干", "贯"), ("", "不中"), ("干", "扬触"), ("参", "贯"))[(k // 6) % 4]
+    return archer, [archer, "士", archer[-2:], target, result, archer[:2], 3]
 
 
 def test_a_burst_and_a_full_disk_lose_no_verdict_in_silence(jack_async, ceremony, tmp_path):
@@ -336,11 +335,11 @@ def test_a_burst_and_a_full_disk_lose_no_verdict_in_silence(jack_async, ceremony
             # the disk fills: send pairs until one is not logged (the reserve spent), then two
             fill(disk)
             unlogged_at = None
-            for k in range(11, 120):
+            for k in range(11, 400):          # ~80 rows fit; bounded
                 archer, shot = _pair(k)
                 local.sendto(osc.message("/yuexuan/loose", [archer]).dgram, to)
                 local.sendto(osc.message("/yuexuan/shot", shot).dgram, to)
-                time.sleep(0.06)
+                time.sleep(0.03)
                 if unlogged_at is None and inbox.of("/yuexuan/unlogged"):
                     unlogged_at = k
                 if unlogged_at is not None and k >= unlogged_at + 2:
