@@ -336,34 +336,53 @@ def jack_restartable():
         server.stop()
 
 
-def test_jack_server_killed_and_back(jack_restartable, tmp_path):
+def test_jack_server_killed_and_back(jack_restartable, tmp_path, monkeypatch):
     """jackd killed mid-cue (SIGTERM here: a SIGKILLed jackd may leave JACK's shared metadata
     database locked, and the next servers on the machine, other tests' too, then took over 10 s to
-    start; libjack tells its clients the same way, by the socket closing): play says so within 1 s and plays on by the clock (the notes due
-    meanwhile counted); a server of that name started again gets new clients, and the recorder
-    (a new one: the old one died with its server) gets the tuning and the notes within 2 s."""
+    start; libjack tells its clients the same way, by the socket closing): play says so within
+    1 s and plays on by the clock (the notes due meanwhile counted); a server of that name
+    started again gets new clients, and the recorder (a new one: the old one died with its
+    server) gets the tuning and the notes within 2 s; the foot switch's input is re-created too."""
     server = jack_restartable
+    for k in ("JACK_DEFAULT_SERVER", "JACK_NO_START_SERVER"):
+        monkeypatch.setenv(k, server.env[k])
+    pedal = rtmidi.MidiOut(rtmidi.API_UNIX_JACK, name="pedal")
+    pedal.open_virtual_port("out")
     rec = Recorder(server.env, "rec", tmp_path / "a.jsonl")
     second = None
     try:
         play = Play(server.env, "--port", "rec", "--cues", "lishou", "--from", "40", "--auto",
-                    report=tmp_path / "r.json")
+                    "--control", "pedal", report=tmp_path / "r.json")
         play.expect(r"^playing lishou")
         time.sleep(1.0)
         killed = server.kill(signal.SIGTERM)
         play.expect(r"JACK server has shut down", 5)
         noticed = time.monotonic()
+        pedal.delete()          # while no server runs: a dead client deleted later crashes libjack
+        pedal = None
         first = as_messages(rec.stop())
         up = server.start()
         second = Recorder(server.env, "rec", tmp_path / "b.jsonl")
+        pedal = rtmidi.MidiOut(rtmidi.API_UNIX_JACK, name="pedal")
+        pedal.open_virtual_port("out")
         play.expect(r"JACK server is back", 5)
         play.expect(r"is back; output resumed", 5)
-        time.sleep(0.5)
+        for _ in range(15):     # the control input comes back with the port (polled every 0.5 s)
+            pedal.send_message([0xB0, 64, 127])             # GO: --auto has no cue left
+            try:
+                play.expect(r"MIDI go: no cue left", 0.2)
+                break
+            except AssertionError:
+                pedal.send_message([0xB0, 64, 0])
+        else:
+            raise AssertionError(f"the foot switch never reached play again; saw {play.seen}")
         play.proc.send_signal(signal.SIGINT)
         rc, err, report = play.finish(15)
     finally:
         later = as_messages(second.stop()) if second else []
         rec.kill()
+        if pedal is not None:
+            pedal.delete()
     assert rc == 130, err
     assert note_ons(first)
     assert noticed - killed < 1.0, f"noticed {noticed - killed:.2f} s after the kill"

@@ -206,8 +206,10 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
     show = rig.show = _show(plan, out, rig.ended)
     stack.callback(show.shutdown)
     if args.control:
-        stack.callback(ports.Input(args.api, args.control, lambda data: show.midi_in(
-            data, plan.go_trigger, plan.stop_trigger)).close)
+        control = ports.Input(args.api, args.control, lambda data: show.midi_in(
+            data, plan.go_trigger, plan.stop_trigger))
+        stack.callback(control.close)
+        out.follow(control)                 # re-created with a JACK server that returns
     if plan.judge is not None:
         from yuexuan.live.judging import Hub, round_closing_cues
         rig.hub = Hub(plan.judge, show, plan.timeline, plan.calls, rig.log, plan.notify,
@@ -221,6 +223,7 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
         _, sensor = hits.open_sensor(args.api, args.hits_midi, rig.hub, plan.sensor_map,
                                      plan.timeline, _input_priority(args))
         stack.callback(sensor.close)
+        out.follow(sensor)
     listening = None if rig.listener is None else "{}:{}".format(*rig.listener.address)
     rig.term = Terminal(rig.commands, listening)
 

@@ -119,6 +119,8 @@ class Output:
         self.port_name: str | None = None
         self._server: jack_server.ServerWatch | None = None    # --api jack: is the server there
         self._dead: list[Any] = []          # rtmidi clients of a JACK server that shut down
+        self._inputs: list[Input] = []      # inputs whose clients die and return with the server
+        self._inputs_lost = False           # their dead clients not yet deleted
         if api == "jack":
             try:
                 self._server = jack_server.ServerWatch(_quiet_stderr)
@@ -187,6 +189,7 @@ class Output:
                     self.connected = self._held = False
                     self._dead += [c for c in (self._out, self._watch) if c is not None]
                     self._out = self._watch = None
+                self._inputs_lost = bool(self._inputs)
                 return "server-lost"
             if change == "back":
                 with _quiet_stderr():
@@ -200,6 +203,9 @@ class Output:
                 return "server-back"
             if self._out is None:
                 return None
+            for inp in self._inputs:
+                if not inp.is_open:
+                    inp.reopen()
         if self._watch is None:
             return "back" if self._held and self.fragment is None else None
         names = self._watch.get_ports()
@@ -227,6 +233,15 @@ class Output:
                 for client in self._dead:
                     client.delete()
             self._dead.clear()
+        if self._inputs_lost:
+            self._inputs_lost = False
+            for inp in self._inputs:
+                inp.server_lost()
+
+    def follow(self, inp: Input) -> None:
+        """Let ``inp`` (a --control or --hits-midi input on the same JACK server) lose its
+        client with the server and get it back with it (:meth:`check` does both)."""
+        self._inputs.append(inp)
 
     def resume(self) -> None:
         """After :meth:`check` said "back": let messages through again. Call it where nothing
@@ -271,7 +286,9 @@ class Input:
     """An incoming MIDI port (foot switch, show controller) delivering messages to a callback.
 
     rtmidi's queue is polled from a thread every ``POLL_S`` rather than using rtmidi's callback
-    mode, which garbles bursts of JACK MIDI events.
+    mode, which garbles bursts of JACK MIDI events. When the JACK server shuts down
+    (:meth:`Output.follow`), :meth:`server_lost` deletes the dead client while no server runs and
+    :meth:`reopen` opens it again once the server and the port are back.
     """
 
     POLL_S = 0.001
@@ -284,33 +301,78 @@ class Input:
         SCHED_FIFO at it (a hit sensor's calls should not wait behind other processes)."""
         self._rt_priority = rt_priority
         self.realtime = False
-        self._in = _client("in", api, f"{CLIENT}-{role}")
-        names = self._in.get_ports()
+        self._api, self._fragment, self._name = api, fragment, f"{CLIENT}-{role}"
+        self._callback = callback
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._in: Any = None
+        client = _client("in", api, self._name)
+        names = client.get_ports()
         i = find_port(names, fragment)
         if i is None:
             listing = "; ".join(names) or "none"
-            self._in.delete()
+            client.delete()
             raise UserError(f"no MIDI input port contains {fragment!r}; ports: {listing}",
                             key=option)
         self.port_name = names[i]
-        self._in.ignore_types(sysex=False, timing=True, active_sense=True)
-        self._in.open_port(i, "in")
-        self._callback = callback
+        self._open(client, i)
+
+    def _open(self, client: Any, index: int) -> None:
+        client.ignore_types(sysex=False, timing=True, active_sense=True)
+        client.open_port(index, "in")
+        self._in = client
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True, name="yuexuan-midi-in")
+        self._thread = threading.Thread(target=self._poll, args=(client, self._stop),
+                                        daemon=True, name="yuexuan-midi-in")
         self._thread.start()
 
-    def _poll(self) -> None:
+    @property
+    def is_open(self) -> bool:
+        return self._in is not None
+
+    def _poll(self, client: Any, stop: threading.Event) -> None:
         self.realtime = realtime_thread(self._rt_priority)
-        while not self._stop.is_set():
-            msg = self._in.get_message()
+        while not stop.is_set():
+            msg = client.get_message()
             if msg is None:
                 time.sleep(self.POLL_S)
             else:
                 self._callback(msg[0])
 
-    def close(self) -> None:
+    def _halt(self) -> Any:
+        """Stop polling; the client (or None)."""
         self._stop.set()
-        self._thread.join(1.0)
-        self._in.close_port()
-        self._in.delete()
+        if self._thread is not None:
+            self._thread.join(1.0)
+        client, self._in = self._in, None
+        return client
+
+    def server_lost(self) -> None:
+        """The JACK server shut down: the dead client is deleted now, while no server runs (see
+        :meth:`Output._bury`: about 1 s, and never once a new server runs)."""
+        client = self._halt()
+        if client is not None:
+            with _quiet_stderr():
+                client.delete()
+
+    def reopen(self) -> bool:
+        """With the server back: open the port again (the first whose name contains the
+        fragment); False while it is not there."""
+        if self._in is not None:
+            return True
+        with _quiet_stderr():
+            client = _client("in", self._api, self._name)
+        names = client.get_ports()
+        i = find_port(names, self._fragment)
+        if i is None:
+            client.delete()
+            return False
+        self.port_name = names[i]
+        self._open(client, i)
+        return True
+
+    def close(self) -> None:
+        client = self._halt()
+        if client is not None:
+            client.close_port()
+            client.delete()
