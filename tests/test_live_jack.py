@@ -354,7 +354,7 @@ def test_jack_server_killed_and_back(jack_restartable, tmp_path, monkeypatch):
         play = Play(server.env, "--port", "rec", "--cues", "lishou", "--from", "40", "--auto",
                     "--control", "pedal", report=tmp_path / "r.json")
         play.expect(r"^playing lishou")
-        time.sleep(1.0)
+        time.sleep(0.5)
         killed = server.kill(signal.SIGTERM)
         play.expect(r"JACK server has shut down", 5)
         noticed = time.monotonic()
