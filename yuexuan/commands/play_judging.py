@@ -61,6 +61,8 @@ def reserve_bytes(args: argparse.Namespace, judge: Judge | None) -> int | None:
     from yuexuan.scoring.logwrite import show_reserve_bytes
 
     if not args.shots_log:
+        if args.shots_log_reserve is not None:
+            raise UserError("--shots-log-reserve needs --shots-log", key="--shots-log-reserve")
         return None
     if args.shots_log_reserve is None:
         names = sorted({a for r in judge.rosters.values() for a in r}) if judge else []
