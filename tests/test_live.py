@@ -409,7 +409,7 @@ def test_status_screen_fits_24_rows_and_the_width_whatever_comes_in():
     status = replace(show.status(), next_stroke=(1.4, "上耦下射, 节 4"),
                      notices=tuple(f"notice {i}" for i in range(4)))
     judged = operator.Judging(
-        verdicts=tuple(f"shot {i}: 射{'射' * 800}" for i in range(1, 7)) + ("shot 7: \x1b[2J last",),
+        verdicts=tuple(f"shot {i}: 射{'射' * 800}" for i in range(1, 7)) + ("shot 7: \x1b[2J " + "射" * 200 + "  · 不鼓不释",),
         tallies=("round 3: 右 1 算, 左 0 算",), bad="bad input: 8 messages (last: junk)",
         health=("osc 127.0.0.1:9000  refused 0  dropped 0", "log ok  3 rows"),
         notices=tuple(f"remote GO from 127.0.0.{i}" for i in range(10)))
@@ -418,11 +418,14 @@ def test_status_screen_fits_24_rows_and_the_width_whatever_comes_in():
         lines = text.split("\n")
         assert len(lines) == 24 and all(sum(map(get_cwidth, ln)) <= width for ln in lines), text
         assert lines[0].startswith("乐县 yuexuan play — PLAYING"[:width])
-        for must in ("NOW   a", "NEXT STROKE in 1.4 s", "NEXT  b", "shot 7: ?[2J", "bad input: 8",
+        for must in ("NOW   a", "NEXT STROKE in 1.4 s", "NEXT  b", "  shot 7: ?[2J", "bad input: 8",
                      "osc 127.0.0.1", "log ok"):
             assert any(ln.startswith(must[:width - 3]) or ln.strip().startswith(must[:width - 5])
                        for ln in lines), (must, text)
         assert "\x1b" not in text and "shot 1:" not in text        # the oldest verdict gave way
+        assert any(ln.startswith("  shot 7:") and ln.endswith("…  · 不鼓不释") for ln in lines), text
+        assert "NEXT STROKE  — (held)" in operator.render(replace(status, state="held",
+                                                                  next_stroke=None))
 
 
 def test_keys_and_lines_map_to_commands():

@@ -107,6 +107,16 @@ def cut(text: str, columns: int) -> str:
     return "".join(out) + "…"
 
 
+def keep_end(text: str, columns: int, sep: str = "  ", most: int = 24) -> str:
+    """``text`` cut to ``columns`` cells in its middle, so that what follows its last ``sep``
+    (a verdict line's "算 释" or "· 不鼓不释", at most ``most`` cells) stays on the screen."""
+    head, _, end = text.rpartition(sep)
+    width = sum(get_cwidth(c) for c in end)
+    if not head or width > most or sum(get_cwidth(c) for c in text) <= columns:
+        return text
+    return cut(head, columns - width - len(sep)) + sep + end      # cut() ends it with …
+
+
 # line priorities: when the screen has too few rows, the lowest go first (the oldest of equals)
 MUST, TALLY, NEXT_HINT, NOTICE, VERDICT, QUOTE, RULE = 9.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0
 
@@ -146,6 +156,8 @@ def render(status: Status, width: int = COLUMNS, judged: tuple[str, ...] | Judgi
     if status.next_stroke is not None:
         in_s, what = status.next_stroke
         add(MUST, f"NEXT STROKE in {in_s:.1f} s: {what}")
+    elif status.state == "held":
+        add(MUST, "NEXT STROKE  — (held)")
     elif playing:
         add(MUST, "NEXT STROKE  — (no 射节 stroke left in this cue)")
     nxt = status.next_cue
@@ -158,7 +170,8 @@ def render(status: Status, width: int = COLUMNS, judged: tuple[str, ...] | Judgi
     add(RULE, rule)
     if j.verdicts or j.tallies or j.bad:
         for i, v in enumerate(j.verdicts):      # the latest verdict must stay
-            add(MUST if i == len(j.verdicts) - 1 else VERDICT + i / 100, f"  {v}")
+            add(MUST if i == len(j.verdicts) - 1 else VERDICT + i / 100,
+                keep_end(printable(f"  {v}"), width))
         for t in j.tallies:
             add(TALLY, f"  {t}")
         if j.bad:
