@@ -28,7 +28,7 @@ CASES = {
     "absurd_duration": (lambda t: t.replace('open_ended_seconds = 40.0', 'open_ended_seconds = 1e12'), "too large", "ceremony.open_ended_seconds"),
     "nan": (lambda t: t.replace('gap_seconds = 5.0', 'gap_seconds = nan'), "finite", "ceremony.gap_seconds"),
     "missing_key": (lambda t: t.replace('source = "「乃管新宫三终，卒管」 [001]; 郑 「管谓吹簜，以播新宫之乐，其篇亡」 [000]"\n', ''), "missing key", "cue[3].source"),
-    "duplicate_id": (lambda t: t.replace('id = "ao"', 'id = "gai"'), "duplicate cue id 'gai'", "cue[17].id"),
+    "duplicate_id": (lambda t: t.replace('id = "ao"', 'id = "gai"'), "duplicate cue id 'gai'", "cue[19].id"),
     "duplicate_pair": (lambda t: t.replace('id = "次耦"', 'id = "上耦"'), "duplicate pair id", "pair[1].id"),
     "unknown_variant_option": (lambda t: t.replace('luming_sanzhong = "郑玄"', 'luming_sanzhong = "朱熹"'), "unknown value '朱熹'", "variants.luming_sanzhong"),
     "unknown_key": (lambda t: t.replace('zhong = 3\nsanzhong = "xingong_sanzhong"', 'zhongs = 3\nsanzhong = "xingong_sanzhong"'), "unknown key", "cue[3].zhongs"),

@@ -91,9 +91,11 @@ def test_round3_nuo_is_spoken_rounds_1_2_on_gong_and_shang(default):
     sheet = tomllib.loads(SHEET.read_text(encoding="utf-8"))
     round_of = {c["id"]: c.get("round") for c in sheet["cue"]}
     last2 = max(i for i, c in enumerate(tl["cues"]) if round_of[c["id"]] == 2 and c["kind"] != "calls")
-    # after round 2's last shooting cue: its 取矢, then round 3's 去侯 … 取矢
-    round3 = [c["id"] for i, c in enumerate(tl["cues"]) if c["kind"] == "calls" and i > last2 + 1]
-    assert len(round3) == 2                      # 去侯 and 取矢 of round 3
+    # after round 2's last shooting cue: its 取矢, then round 3's 去侯, the re-posting before the
+    # 公 (inside the 射节 cue under O17 连奏, the default) and the 取矢
+    round3 = [c["id"] for i, c in enumerate(tl["cues"]) if c["id"] in by_cue and i > last2 + 1]
+    assert len(round3) == 3 and [c["kind"] for c in tl["cues"] if c["id"] in round3] == \
+        ["calls", "shejie", "calls"]
     for cid in round3:
         for n in by_cue[cid]:
             assert n["hz"] is None and n["lv"] is None and n["cents"] is None, n
@@ -289,3 +291,49 @@ def test_each_hou_has_its_own_callers_placed_by_the_courtyard():
         assert huo["xian"] == fu["xian"] == "侯"          # moved with the 侯 by O24 (hou_shift_m)
         assert t["name"] in huo["source"] or "各去其侯西十北十" in huo["source"]
     assert not (REPO / "instruments" / "获者.toml").exists()
+
+
+# ---- round 3: the 负侯 posted again before the 公 (「其他如初仪」 [001]; O17) ----------------------
+
+def _round3_repost(tl, cue_ids):
+    """The 负侯者's notes in ``cue_ids`` between the last 三耦 stroke and the 公's first."""
+    beats = [b for b in tl["beats"] if b["shoot"]]
+    last_sanou = max(b["time"] for b in beats if b["pair"] in ("上耦", "次耦", "下耦"))
+    first_gong = min(b["time"] for b in beats if b["archer"] == "公")
+    return [n for n in tl["notes"] if n["instrument"] in FUHOU and n["cue"] in cue_ids
+            and last_sanou < n["time"] < first_gong], first_gong
+
+
+def test_o17_lianzou_reposts_the_hou_inside_the_running_shejie(default):
+    """连奏: the three bearers' 诺 (spoken in round 3, O16) sound inside the 射节 cue before the 公's
+    first stroke, and the music does not stop: the sung line runs on through them, one syllable
+    every jie_seconds / syllables_per_jie (间若一)."""
+    tl, _, _ = default
+    assert "round3_gong_quhou" not in {c["id"] for c in tl["cues"]}
+    nuo, first_gong = _round3_repost(tl, {"lishou"})
+    assert {n["instrument"] for n in nuo} == FUHOU and all(n["hz"] is None for n in nuo)
+    (t,) = {n["time"] for n in nuo}
+    sheet = tomllib.loads(SHEET.read_text(encoding="utf-8"))
+    step = sheet["shejie"]["jie_seconds"] / sheet["shejie"]["syllables_per_jie"]
+    sung = sorted(n["time"] for n in tl["notes"] if n["cue"] == "lishou" and n["instrument"] == "歌")
+    assert np.diff(sung).max() == pytest.approx(step) and sung[0] < t < sung[-1]
+    lishou = next(c for c in tl["cues"] if c["id"] == "lishou")
+    assert t in lishou["phrases"]                    # at a 节's start: the 公's pair's first
+
+
+def test_o17_gongyuezuo_reposts_the_hou_in_a_cue_of_its_own(tmp_path):
+    """公乐作: the 三耦's 射节 cue ends, the calls cue round3_gong_quhou sounds the 诺, then the 射节
+    begins anew for the 公 (lishou_gong, its sung line from the tune's first syllable)."""
+    tl, _, _ = compile_json(tmp_path, sheet_copy(tmp_path, set_variant("lishou_span", "公乐作")), "gyz")
+    ids = [c["id"] for c in tl["cues"]]
+    k = ids.index("lishou")
+    assert ids[k:k + 3] == ["lishou", "round3_gong_quhou", "lishou_gong"]
+    cues = {c["id"]: c for c in tl["cues"]}
+    assert cues["round3_gong_quhou"]["kind"] == "calls" and "其他如初仪" in cues["round3_gong_quhou"]["source"]
+    nuo, _ = _round3_repost(tl, set(ids))
+    assert {n["cue"] for n in nuo} == {"round3_gong_quhou"} and {n["instrument"] for n in nuo} == FUHOU
+    assert {b["pair"] for b in tl["beats"] if b["cue"] == "lishou"} == {"上耦", "次耦", "下耦"}
+    assert min(b["time"] for b in tl["beats"] if b["archer"] == "公") > cues["round3_gong_quhou"]["end"]
+    first_words = [sorted((n for n in tl["notes"] if n["cue"] == cid and n["instrument"] == "歌"),
+                          key=lambda n: n["time"])[0]["lyric"] for cid in ("lishou", "lishou_gong")]
+    assert first_words[0] == first_words[1]          # the tune begun again for the 公

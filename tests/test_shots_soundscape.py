@@ -331,3 +331,26 @@ def test_render_follows_the_log(tmp_path):
         assert abs(start - (gong.time + delay_s)) < 0.002, (hou, start, gong.time, delay_s)
         assert end < dt + 12.0                       # the 宫, its 商 and their decay: one call
     assert onsets["strings", "干"] != onsets["log", "干"]
+
+
+def test_a_hit_before_the_shejie_is_called(capsys, tmp_path):
+    """A round-3 hit logged before the 射节 cue starts is called by the 获者 of its 侯 (he calls
+    whatever the drum; the 释获者 holds back the 算, 不鼓不释): 3 s before it (the calls fall in the
+    gap after round3_quhou, which then ends at the 商's onset) and 1 s before it (the calls fall
+    inside the 射节 cue). No warning; the saved timeline loads back (its notes inside their cues)."""
+    from yuexuan.timeline import from_dict
+
+    plain, _ = compiled(capsys, tmp_path, CUES)
+    start = next(c["start"] for c in plain["cues"] if c["id"] == "lishou")
+    rows = [dict(zip(HEADER, [f"{start + dt:.6f}", "上耦上射", "士", "上射", "干", "贯", "上耦", "3"]))
+            for dt in (-3.0, -1.0)]
+    doc, err = compiled(capsys, tmp_path, CUES, "--shots", write_rows(tmp_path / "early.csv", rows))
+    assert "warning" not in err, err
+    from_dict(doc, "early.json")                 # the loader's cross-checks pass
+    cues = {c["id"]: c for c in doc["cues"]}
+    huo = huo_pairs(calls(doc, "获者·干", set(cues)))
+    got = [(g["time"], g["cue"], s["cue"]) for g, s in huo if start - 3.0 < g["time"] < start + 3.0]
+    assert [t for t, _, _ in got] == pytest.approx([start - 1.5, start + 0.5])
+    assert [(a, b) for _, a, b in got] == [("round3_quhou", "round3_quhou"), ("lishou", "lishou")]
+    assert cues["round3_quhou"]["end"] == pytest.approx(start - 3.0 + 2.6)   # up to the 商's onset
+    assert cues["lishou"]["start"] == start and "获者·干" in cues["round3_quhou"]["instruments"]

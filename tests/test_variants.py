@@ -92,8 +92,9 @@ CHANGES = [
      and lvs(tl, "颂钟")),
     ("tao_place", "敖继公", lambda tl: tl.instruments["鼗"]["position_m"][0] < default_pos("tao_place", "鼗")[0]),
     ("tao_place", "郝敬", lambda tl: tl.instruments["鼗"]["position_m"][0] > -9.0),   # east of the 颂磬 frame
-    ("lishou_span", "公乐作",         # a pause of more than one 节 between two 节 (間若一 elsewhere)
-     lambda tl: max(b - a for a, b in zip(cue(tl, "lishou").phrases, cue(tl, "lishou").phrases[1:])) > 4.0 + 1e-6),
+    ("lishou_span", "公乐作",         # the 射节 begun again for the 公, in a cue of its own
+     lambda tl: "lishou_gong" in [c.id for c in tl.cues] and notes(tl, "round3_gong_quhou")
+     and "公" not in {b.archer for b in tl.beats if b.cue == "lishou"}),
     ("sanou_rank", "郑玄", lambda tl: {b.rank for b in tl.beats if b.shoot and b.pair in ("上耦", "次耦", "下耦")} == {"大夫"}),
     ("houdao", "敖继公", lambda tl: tl.instruments["获者·参"]["position_m"][1] == pytest.approx(-83.2 + 4.0)
      and tl.instruments["负侯者·干"]["position_m"][1] == pytest.approx(-69.3 + 4.0)),
@@ -112,10 +113,17 @@ def test_setting_changes_the_timeline(tmp_path, default, key, option, shows):
     assert changed.ceremony.variants[key] == option
 
 
-def test_lishou_restart_moves_the_gong_pair_by_a_jie(tmp_path, default):
+def test_lishou_restart_moves_the_gong_pair_by_the_reposting(tmp_path, default):
+    """公乐作: the 公's pair starts after the 三耦's 射节 cue, a gap, the calls cue of the re-posting
+    and a gap; the 三耦 shoot as before."""
     changed, _ = compile_path(sheet_with(tmp_path, "lishou_span", "公乐作"))
-    gap = VDEFS["lishou_span"]["options"]["公乐作"]["restart_gap_jie"] * 4.0      # jie_seconds of the sheet
-    assert first_beat(changed, "公耦") - first_beat(default, "公耦") == pytest.approx(gap)
+    gap_s = changed.ceremony.gap_s
+    calls = cue(changed, "round3_gong_quhou")
+    def at(tl):                   # the 公's pair's first stroke, s of the ceremony
+        return min(b.time for b in tl.beats if b.pair == "公耦")
+    # before: the 公's pair's turn began as the 下耦's ended; now the 三耦's cue ends there
+    assert at(changed) - at(default) == pytest.approx(2 * gap_s + calls.end - calls.start)
+    assert calls.start == pytest.approx(cue(changed, "lishou").end + gap_s)
     assert first_beat(changed, "上耦") == first_beat(default, "上耦")
 
 

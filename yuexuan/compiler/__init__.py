@@ -133,7 +133,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
             raise UserError(f"the compiled ceremony runs past {MAX_TIMELINE_S / 3600:g} hours at cue "
                             f"{spec.id!r}; shorten open-ended lengths, gaps or the roster",
                             file=sheet.file, line=spec.line)
-    if log is not None:
+    if log is not None:            # a logged hit before its round's 射节 (or between its cues): called
+        cues = log.sound_between(b, list(zip(specs, cues)))
         b.warnings.extend(log.warnings())
     order = {name: k for k, name in enumerate(insts)}
     notes = tuple(sorted(b.notes, key=lambda x: (x.time, order[x.instrument], x.midi)))

@@ -84,8 +84,15 @@ def arrow_calls(b: Builder, spec: CueSpec, pair: Pair, round_: int, k: int, t_ar
 
 
 def calls_cue(b: Builder, spec: CueSpec, t0: float, vdefs: dict[str, Any]) -> Placed:
-    """The 负侯者's calls at their offsets, each by every body its ``who`` names; the beat is
-    :data:`CALL_STEP_S`.
+    """A calls cue: the 负侯者's calls of ``spec`` from ``t0`` (:func:`sound_calls`); the beat is
+    :data:`CALL_STEP_S`."""
+    return Placed(sound_calls(b, spec, t0, vdefs), [t0], CALL_STEP_S)
+
+
+def sound_calls(b: Builder, spec: CueSpec, t0: float, vdefs: dict[str, Any]) -> float:
+    """Sound ``spec``'s calls at their offsets from ``t0`` s, each by every body its ``who`` names;
+    returns when the last ends (``t0`` for none). A 射节 cue's calls are the re-posting of the 负侯
+    before the 公 (O17 连奏: :func:`yuexuan.compiler.shooting.shejie_cue` gives ``t0``).
 
     A call marked ``plain`` is spoken (no pitch) unless O16 (``fuhou_round3``) restores 宫 and 商;
     under O15 (``fuhou_gongshang``) 张尔岐 a call is held until the next one starts."""
@@ -114,4 +121,4 @@ def calls_cue(b: Builder, spec: CueSpec, t0: float, vdefs: dict[str, Any]) -> Pl
                 b.note(spec, t0 + c.at, seconds, inst, parse_pitch(ws[c.sheng]), c.velocity,
                        lyric=c.word or None, key="calls")
         end = max(end, t0 + c.at + seconds)
-    return Placed(end, [t0], CALL_STEP_S)
+    return end

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from yuexuan.compiler.builder import STROKE_S, VELOCITY, Builder, Placed
-from yuexuan.compiler.calls import arrow_calls
+from yuexuan.compiler.calls import arrow_calls, sound_calls
 from yuexuan.compiler.music import cue_sides
 from yuexuan.compiler.shejie_pattern import jie_plan
 from yuexuan.errors import UserError
@@ -38,7 +38,9 @@ def shoot_cue(b: Builder, spec: CueSpec, t0: float) -> Placed:
 def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece], ranks: dict[str, Rank],
                vdefs: dict[str, Any]) -> Placed:
     """The 射节 of round 3: each 节 the strokes of the chosen pattern (O33, compiler/shejie_pattern.py);
-    the beat is one syllable of the sung line, the 节's length / syllables_per_jie."""
+    the beat is one syllable of the sung line, the 节's length / syllables_per_jie. The cue's
+    ``calls`` (the re-posting of the 负侯) sound as the 公's pair's turn begins, unless that pair is
+    the cue's first (O17 公乐作: a calls cue comes before it)."""
     sheet, sj = b.sheet, b.sheet.shejie
     n_jie = ranks[sheet.rank].shejie_jie
     shoot_jie = variants_mod.effect(vdefs, sheet.variants, "shejie")["shoot_jie"]
@@ -76,10 +78,11 @@ def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece]
     pairs = sheet.pair_selection(spec.pairs)
     rnd = spec.round or 3
     phrases, g, syl = [], 0, 0
-    span = variants_mod.effect(vdefs, sheet.variants, "lishou_span")      # O17
     for pair in pairs:
-        if span["restart_for_gong"] and pair.lower.rank == "公" and g:
-            g, syl = g + span["restart_gap_jie"], 0      # 公乐作而后就物: a pause, then the tune anew
+        if pair.lower.rank == "公" and g:
+            # the 负侯 posted again for the 公 while the music goes on (O17 连奏; 「其他如初仪」 [001]);
+            # under 公乐作 the 公's pair begins a 射节 cue of its own, after a calls cue
+            sound_calls(b, spec, t0 + g * J, vdefs)
         for j in range(1, per_pair + 1):
             jt = t0 + g * J
             phrases.append(jt)
