@@ -95,7 +95,7 @@ def assert_clean(command: str, code, err: str, src: Path, options: tuple = ()) -
 def base(ceremony) -> dict:
     """round3_quhou and lishou of the default ceremony, cut to END_S seconds: 2 cues, ~140 notes
     (pitched and drums), 9 射节 beats of which 3 shooting."""
-    d = to_dict(select(ceremony, ["round3_quhou", "lishou"]))
+    d = to_dict(select(ceremony, ["round3_quhou", "lishou"], compact=True))   # the officers' formulas between them left out
     d["notes"] = [n for n in d["notes"] if n["time"] + n["duration"] <= END_S - 0.5]
     d["beats"] = [b for b in d["beats"] if b["time"] < END_S - 0.5]
     for c in d["cues"]:

@@ -166,7 +166,7 @@ def test_length_rule_matches_the_rendered_note():
     for name, inst in INSTS.items():
         hz = HZ0 * 2 ** inst.octave if inst.pitched else None
         x = synth.note(inst.family, inst.synth, hz, 100, 0.7, SR, seed=3)
-        assert len(x) == synth.length(inst.family, inst.synth, 0.7, SR), name
+        assert len(x) == synth.length(inst.family, inst.synth, 0.7, SR, hz), name
         assert np.isfinite(x).all() and np.abs(x).max() <= 1.0 + 1e-6
 
 

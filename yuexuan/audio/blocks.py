@@ -8,7 +8,8 @@ from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
-from scipy.signal import lfilter
+
+from yuexuan.audio.dsp import lfilter
 
 #: a mode is computed until it has decayed by this many time constants (−50 dB).
 DECAY_SPAN = 5.75

@@ -4,7 +4,7 @@ A stroke is modal synthesis driven by the stick's contact force: a half-sine for
 (``contact_ms`` long at full velocity, longer for softer strokes) excites
 
 - the listed membrane modes (``modes`` × ``fundamental_hz``, ``amplitudes``, ``decay_s``: τ in s),
-  each a two-pole resonator (:func:`scipy.signal.lfilter`), so the attack is the force pulse's own
+  each a two-pole resonator (:func:`yuexuan.audio.dsp.lfilter`), so the attack is the force pulse's own
   rise (≈ 1 ms) and each mode's level follows the pulse's spectrum (a shorter contact is brighter);
 - the modes above them, too dense to list, as octave bands of noise (``upper_level``, each band
   ``upper_slope_db`` below the one beneath) decaying with τ = ``upper_decay_s`` × (lowest band's
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.signal import butter, lfilter, sosfilt
 
 from yuexuan.audio.blocks import DECAY_SPAN, burst, normalise
+from yuexuan.audio.dsp import butter_bandpass_sos, lfilter, sosfilt
 
 RING_CAP_S = 4.0             # the longest a stroke rings, s (its last 10 % faded)
 TWIRL_JITTER = 0.12          # pellet strike times vary ± half this fraction of an interval
@@ -114,7 +114,7 @@ def _upper(m: Membrane, velocity: int, n: int, sample_rate: int,
         fc = math.sqrt(f1 * f2)
         tau = m.upper_decay_s * (lo / fc) ** m.upper_decay_exponent
         span = min(n, int(DECAY_SPAN * tau * sample_rate) + 1)
-        sos = butter(2, [f1, f2], btype="bandpass", fs=sample_rate, output="sos")
+        sos = butter_bandpass_sos(2, f1, f2, sample_rate)
         band = sosfilt(sos, rng.standard_normal(span))
         band *= np.exp(-np.arange(span) / (tau * sample_rate))
         out[:span] += m.upper_level * 10 ** (slope_db * b / 20.0) * band

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import signal
+
+from yuexuan.audio import dsp
 
 ABSOLUTE_GATE_LUFS = -70.0
 RELATIVE_GATE_LU = -10.0
@@ -55,7 +56,7 @@ def interpolation_filter(factor: int = OVERSAMPLE,
                          taps_per_phase: int = TAPS_PER_PHASE) -> npt.NDArray[np.float64]:
     """Low-pass FIR for ``factor``× oversampling (gain ``factor``; passband to 0.9 × Nyquist)."""
     n = factor * taps_per_phase
-    return (signal.firwin(n, 0.9 / factor, window=("kaiser", 8.0)) * factor).astype(np.float64)
+    return (dsp.firwin(n, 0.9 / factor, window=("kaiser", 8.0)) * factor).astype(np.float64)
 
 
 SETTLED = 1e-7        # filter state below this (−140 dBFS) counts as silence: zeroed, never denormal
@@ -96,7 +97,7 @@ def k_hops(block: npt.NDArray[np.float32], sos: npt.NDArray[np.float64], zi: npt
     g = guard_samples if guard_samples is not None and guard_samples.shape[1] == block.shape[1] \
         else guard(len(block), block.shape[1])
     block = block + g[:len(block)]
-    y, zi = signal.sosfilt(sos.astype(np.float32), block, axis=0, zi=zi.astype(np.float32))
+    y, zi = dsp.sosfilt(sos.astype(np.float32), block, axis=0, zi=zi.astype(np.float32))
     n = len(y) // hop * hop
     rows = y[:n].reshape(-1, hop * y.shape[1])
     sq = np.einsum("ij,ij->i", rows, rows).astype(np.float64) / hop

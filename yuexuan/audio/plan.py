@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import notecache, space, surfaces, synth
+from yuexuan.audio import notecache, power, space, surfaces, synth
 from yuexuan.errors import UserError
 from yuexuan.rite.courtyard import Listener
 from yuexuan.rite.instruments import FAMILIES
@@ -48,7 +48,7 @@ class Body(NamedTuple):
     pitched: bool
     synth: dict[str, Any]              # its [synth] table
     position_m: tuple[float, ...]      # (x east, y north, z up), metres
-    level: float                       # amplitude of its [synth] gain_db
+    level: float                       # its amplitude at 1 m, Pa (power.source_level)
 
 
 class PlacedKey(NamedTuple):
@@ -86,11 +86,8 @@ def bodies(timeline: Timeline, names: Iterable[str]) -> dict[str, Body]:
                 or not (isinstance(pos, (list, tuple)) and len(pos) == 3):
             raise UserError(f"instruments[{name!r}] lacks what the render needs (family, pitched, "
                             f"synth, position_m); recompile the cue sheet")
-        gain_db = params.get("gain_db", 0.0)
-        if isinstance(gain_db, bool) or not isinstance(gain_db, (int, float)):
-            raise UserError(f"instruments[{name!r}].synth.gain_db: expected a number of dB")
         out[name] = Body(name, family, pitched, params, tuple(float(v) for v in pos),
-                         10 ** (float(gain_db) / 20))
+                         power.source_level(name, params))
     return out
 
 
@@ -186,10 +183,9 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         if s < 0:
             continue
         starts.append(s)
-        ends.append(s + synth.length(body.family, body.synth, key.note.duration_s, sr)
+        ends.append(s + synth.length(body.family, body.synth, key.note.duration_s, sr, key.note.hz)
                     + place.length_extra)
-        gains.append(synth.velocity_gain(n.velocity) / synth.velocity_gain(key.note.velocity)
-                     * body.level)
+        gains.append(power.velocity_gain(n.velocity) * body.level)     # the waveform's level is 1
         keys.append(key)
         inst_idx.append(index[n.instrument])
     starts_a = np.asarray(starts, dtype=np.int64)
@@ -199,7 +195,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
 
     def synthesise(note: notecache.NoteKey) -> npt.NDArray[np.float32]:
         body = insts[note.instrument]
-        return notecache.note_from_key(note, body.family, body.synth, sr)
+        return power.level_normalised(notecache.note_from_key(note, body.family, body.synth, sr), sr)
 
     mono = SharedMono(synthesise, keys)
 

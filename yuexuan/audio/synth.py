@@ -52,6 +52,9 @@ from yuexuan.audio.voice import spoken, sung, vowel_of
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "string": 6.0}   # drums: drums.RING_CAP_S
 SUSTAINED = ("pipe", "voice")   # families held for the note's duration; the others ring out
+#: time constants a stone with a ``loss_factor`` rings for: e^−8 is −69 dB, so with the fade of
+#: its last 10 % a 磬 ends below −60 dB re its peak
+STONE_SPAN = 8.0
 
 
 def seed_of(*identity: object) -> int:
@@ -135,14 +138,33 @@ def bell(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: in
     return normalise(_fade_tail(out), 1.0)
 
 
+def stone_taus(p: dict[str, Any], hz: float) -> list[float]:
+    """Time constants (s) of the 磬's modes (``partials`` × hz). With ``loss_factor`` η (the
+    stone's material damping, constant Q = 1/η) a mode at f decays as e^(−π η f t): τ = 1/(π η f),
+    so T60 = 3 ln 10 · τ; else the file's ``decay_s``."""
+    partials = list(p.get("partials", [1.0, 2.76, 5.4, 8.93]))
+    eta = p.get("loss_factor")
+    if eta is None:
+        return list(p.get("decay_s", [1.6, 0.7, 0.35, 0.2]))
+    return [1.0 / (math.pi * float(eta) * hz * m) for m in partials]
+
+
+def _stone_samples(p: dict[str, Any], hz: float | None, sample_rate: int) -> int:
+    """A stone rings until its slowest mode is :data:`STONE_SPAN` time constants down (below
+    −60 dB re its peak: never cut); without ``loss_factor``, as the other struck bodies."""
+    if p.get("loss_factor") is None or hz is None:
+        return _ring_samples("stone", list(p.get("decay_s", [1.0])), sample_rate)
+    return int(math.ceil(STONE_SPAN * max(stone_taus(p, hz)) * sample_rate))
+
+
 def stone(p: dict[str, Any], hz: float, velocity: int, sample_rate: int,
           seed: int) -> npt.NDArray[np.float32]:
-    """磬: inharmonic modes, bright attack click, shorter decay."""
+    """磬: inharmonic modes decaying by the stone's loss factor, bright attack click."""
     partials = list(p.get("partials", [1.0, 2.76, 5.4, 8.93]))
     amps = list(p.get("amplitudes", [1.0, 0.5, 0.25, 0.12]))
-    taus = list(p.get("decay_s", [1.6, 0.7, 0.35, 0.2]))
+    taus = stone_taus(p, hz)
     bright = 0.6 + 0.4 * velocity / 127.0
-    n = _ring_samples("stone", taus, sample_rate)
+    n = _stone_samples(p, hz, sample_rate)
     out = np.zeros(n, dtype=np.float32)
     _decaying_sines(out, 0, [hz * m for m in partials], [a * bright ** k for k, a in enumerate(amps)],
                     taus, sample_rate)
@@ -232,12 +254,16 @@ def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, d
     raise ValueError(f"unknown instrument family {family!r}")
 
 
-def length(family: str, params: dict[str, Any], duration_s: float, sample_rate: int) -> int:
-    """Samples :func:`note` returns for these arguments (without rendering)."""
+def length(family: str, params: dict[str, Any], duration_s: float, sample_rate: int,
+           hz: float | None = None) -> int:
+    """Samples :func:`note` returns for these arguments (without rendering); a stone's depends
+    on its ``hz``."""
     if family in SUSTAINED:
         return max(1, int(duration_s * sample_rate)) + int(RELEASE_S * sample_rate)
     if family == "string":
         return _ring_samples("string", [float(params.get("decay_s", 2.5))], sample_rate)
     if family == "drum":
         return drums.length(params, sample_rate)
+    if family == "stone":
+        return _stone_samples(params, hz, sample_rate)
     return _ring_samples(family, list(params.get("decay_s", [1.0])), sample_rate)

@@ -9,10 +9,10 @@ peaks are bounded by its envelope (so the tail's level re the direct sound is st
 its random places leave no evenly spaced repeats (no flutter).
 
 Speed: the tail holds nothing above ``CUTOFF_HZ`` (scattering surfaces and air lose the highs), so
-a note is low-passed and decimated to about ``TAIL_RATE_HZ`` (one polyphase FIR pass,
-``scipy.signal.upfirdn``), convolved there with the tail (FFT, ``scipy.signal.oaconvolve``: a
-sixteenth of the work at the full rate) and interpolated back with the same FIR. Pure functions of
-their arguments (the seed included).
+a note is low-passed and decimated to about ``TAIL_RATE_HZ`` (one FIR pass,
+:func:`yuexuan.audio.dsp.decimate_fir`), convolved there with the tail (FFT,
+:func:`yuexuan.audio.dsp.fftconvolve_rows`: a sixteenth of the work at the full rate) and
+interpolated back with the same FIR. Pure functions of their arguments (the seed included).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from scipy import signal
+
+from yuexuan.audio import dsp
 
 DENSITY_HZ = 2000.0            # impulses a second in each channel
 RISE_S = 0.010                 # the tail fades in over this after it starts (raised cosine)
@@ -50,7 +51,7 @@ def _fir(sample_rate: int, r: int) -> npt.NDArray[np.floating[Any]]:
     if r == 1:
         return np.ones(1, dtype=np.float32)
     cutoff = min(CUTOFF_HZ, 0.45 * sample_rate / r)
-    return signal.firwin(FIR_TAPS_PER_STEP * r + 1, cutoff, fs=sample_rate).astype(np.float32)
+    return dsp.firwin(FIR_TAPS_PER_STEP * r + 1, cutoff, sample_rate).astype(np.float32)
 
 
 def length_samples(tail: Tail) -> int:
@@ -90,9 +91,9 @@ def apply(tail: Tail, mono: npt.NDArray[np.float32], sample_rate: int, n: int) -
     sound's arrival (cut or zero-padded to ``n`` samples)."""
     r = tail.factor
     h = _fir(int(sample_rate), r)
-    low = signal.upfirdn(h, mono, down=r)                       # delayed by (len(h) − 1)/2
-    wet = signal.oaconvolve(low[:, None], tail.ir, axes=0)
-    up = signal.upfirdn(h * r, wet, up=r, axis=0)             # delayed as much again
+    low = dsp.decimate_fir(h, mono, r)                          # delayed by (len(h) − 1)/2
+    wet = dsp.fftconvolve_rows(low[:, None], tail.ir)
+    up = dsp.interpolate_fir(h * r, wet, r)                  # delayed as much again
     lag = len(h) - 1
     got = up[lag:lag + n]
     if len(got) == n:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.signal import lfilter
 
 from yuexuan.audio.blocks import RELEASE_S, burst, envelope, noise, normalise, sustained, wavetable
+from yuexuan.audio.dsp import lfilter
 
 #: formants (Hz) and bandwidths (Hz) of sung vowels, a low male voice.
 VOWELS = {

@@ -13,6 +13,7 @@ from typing import Any
 
 from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_facts, voice_offsets
 from yuexuan.compiler.calls import calls_cue
+from yuexuan.compiler.formulas import Tally, speech_cue
 from yuexuan.compiler.logged import LoggedCalls, cue_round
 from yuexuan.compiler.music import music_cue
 from yuexuan.compiler.shooting import as_played, shejie_cue, shoot_cue, target_flights
@@ -101,6 +102,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     if log is not None:
         b.logged_rounds = log.rounds
     b.narrowed = narrowed
+    tally = Tally(sheet, specs, vdefs, shots)
     cues, t = [], 0.0
     places = instruments_mod.cue_places(insts, [c.id for c in sheet.cues], sheet.variants, vdefs)
     for n, (spec, alias) in enumerate(played):
@@ -114,6 +116,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
             placed = calls_cue(b, spec, t, vdefs)
         elif spec.kind == "shoot":
             placed = shoot_cue(b, spec, t)
+        elif spec.kind == "speech":
+            placed = speech_cue(b, spec, t, tally)
         else:
             placed = shejie_cue(b, spec, t, sounded, ranks, vdefs)
         if log is not None and spec.kind in SHOOTING_KINDS:

@@ -180,7 +180,9 @@ def _draw_detail(root: ET.Element, p: Panel, court: Courtyard, instruments: dict
     items = [(n, *f["position_m"][:2]) for n, f in instruments.items()
              if p.holds(*f["position_m"][:2])]
     xians = []                  # (县 label, pixel box) of each group of one 县 standing together
-    for grp in clusters(items):
+    # the 县 are grouped among the hung (and 堂上) bodies alone: an officer standing by a 县 (the
+    # 乐正, the 大师 by the east 县) does not join its box
+    for grp in clusters([it for it in items if instruments[it[0]].get("xian", "") in XIAN_LABEL]):
         xian = {instruments[n].get("xian", "") for n, _, _ in grp}
         if len(xian) == 1 and next(iter(xian)) in XIAN_LABEL and len(grp) >= 2:
             pts = [p(x, y) for _, x, y in grp]

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, SHOOTING_KINDS, Call, CueSpec, PieceNames
 from yuexuan.rite.cuesheet_setting import seconds
+from yuexuan.rite.cuesheet_speech import speech
 from yuexuan.rite.instruments import KINDS, Instrument, members
 from yuexuan.rite.pieces import Piece
 from yuexuan.rite.tomlfile import Fields
@@ -17,7 +18,7 @@ from yuexuan.rite.tuning import WUSHENG
 CUE_KEYS = {"id", "piece", "action", "kind", "performers", "starts_when", "ends_when", "source", "gloss",
             "xian", "melody", "jie", "intro", "open_ended", "default_seconds", "zhong", "sanzhong",
             "accompaniment", "calls", "round", "pairs", "arrow_seconds", "pair_seconds", "reconstruction",
-            "syllable_seconds", "note_seconds", "by_piece"}
+            "syllable_seconds", "note_seconds", "by_piece", "speech"}
 BY_PIECE_KEYS = {"id", "starts_when", "ends_when", "source", "gloss", "performers"}
 CALL_KEYS = {"who", "sheng", "word", "at", "seconds", "velocity", "plain"}
 XIAN_SIDES = ("东", "西", "北", "南", "堂上")
@@ -99,6 +100,9 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
     cue_calls = calls(cf, known.instruments)
     if kind == "calls" and not cue_calls:
         raise cf.error("calls", "a calls cue needs at least one call")
+    said = speech(cf, known.instruments)
+    if kind == "speech" and not said:
+        raise cf.error("speech", "a speech cue needs at least one utterance")
     pairs = _pairs(cf, kind, known.groups)
     zhong, open_ended = _length(cf, kind)
     if kind == "music" and not melody:
@@ -110,7 +114,7 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
         xian_variant=xian_variant, melody=melody, jie=jie, intro=intro, open_ended=open_ended,
         default_seconds=seconds(cf, "default_seconds", None, lo=0.1), zhong=zhong,
         sanzhong=cf.get("sanzhong", str, None), accompaniment=cf.get("accompaniment", str, None),
-        calls=cue_calls, round=cf.get("round", int, None, lo=1, hi=3), pairs=pairs,
+        calls=cue_calls, speech=said, round=cf.get("round", int, None, lo=1, hi=3), pairs=pairs,
         arrow_seconds=seconds(cf, "arrow_seconds", 4.0, lo=0.1),
         pair_seconds=seconds(cf, "pair_seconds", 8.0),
         reconstruction=cf.get("reconstruction", bool, None),

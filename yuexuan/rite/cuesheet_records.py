@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from yuexuan.rite.cuesheet_hits import HitsMidi
     from yuexuan.rite.tuning import Pitch
 
-CUE_KINDS = ("music", "calls", "shoot", "shejie")
+CUE_KINDS = ("music", "calls", "shoot", "shejie", "speech")
 SHOOTING_KINDS = ("shoot", "shejie")       # the cues of the three rounds (docs/timeline.md)
 MAX_SECONDS = 6 * 3600.0          # no single setting may exceed six hours
 MAX_PAIRS = 200_000
@@ -75,6 +75,19 @@ class PieceNames:
 
 
 @dataclass(frozen=True)
+class Utterance:
+    """One spoken formula of an officer (a ``speech`` cue): ``words`` said one syllable a slot,
+    or, with ``tally`` (a round), the 释获者's count of that round (compiler/formulas.py)."""
+    who: str
+    words: str
+    at: float                           # s after the cue's start
+    syllable_seconds: float             # one syllable's slot, s (a pause at punctuation: one slot)
+    velocity: int
+    tally: int | None = None            # the round whose count is announced, or None
+    seconds: float | None = None        # the utterance's window, s (required with ``tally``)
+
+
+@dataclass(frozen=True)
 class CueSpec:
     id: str
     piece: str | None         # None: a 射节 cue whose piece the rank supplies
@@ -97,6 +110,7 @@ class CueSpec:
     sanzhong: str | None = None         # variant key giving the pieces of the 三终
     accompaniment: str | None = None    # variant key giving accompanying instruments
     calls: tuple[Call, ...] = ()
+    speech: tuple[Utterance, ...] = ()
     round: int | None = None
     pairs: tuple[str, ...] = ()                   # group names or pair ids
     arrow_seconds: float = 4.0

@@ -14,6 +14,7 @@ import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -93,14 +94,21 @@ def rules_for(timeline: Timeline, source: DataSource, tolerance_s: float = DEFAU
     """The rules for ``timeline`` (its cue sheet's variants read from ``source``) and the options."""
     tolerance_s = tolerance_of(tolerance_s)
     plan, cue_ids = shejie_beats(timeline, cue)
-    # the cue sheet's gong_exempt variant (O20) decides unless --strict-gong overrides it
-    sheet_exempt = timeline.ceremony.variants.get("gong_exempt", "郑玄") != "strict"
-    # O21: the 公's 着侯, as the cue sheet's gong_outside_hu variant says (its default if unset)
-    outside = variants_mod.effect(variants_mod.load(source=source), timeline.ceremony.variants,
-                                  "gong_outside_hu")["counted"]
-    settings = shiho.Settings(tolerance_s=tolerance_s, gong_exempt=sheet_exempt and not strict_gong,
-                              gong_outside_hu=outside)
+    settings = settings_for(timeline.ceremony.variants, variants_mod.load(source=source), tolerance_s,
+                            strict_gong)
     return Rules(settings, plan, cue_ids, bool(own_jie), tuple(timeline.beats))
+
+
+def settings_for(chosen: dict[str, str], vdefs: dict[str, Any], tolerance_s: float = DEFAULT_TOLERANCE_S,
+                 strict_gong: bool = False) -> shiho.Settings:
+    """The :class:`shiho.Settings` of a cue sheet's chosen variants (``vdefs``: ceremony/variants.toml):
+    what ``check`` judges by, and what the compiler's 释获者 counts by (compiler/formulas.py)."""
+    # the cue sheet's gong_exempt variant (O20) decides unless --strict-gong overrides it
+    sheet_exempt = chosen.get("gong_exempt", "郑玄") != "strict"
+    # O21: the 公's 着侯, as the cue sheet's gong_outside_hu variant says (its default if unset)
+    outside = variants_mod.effect(vdefs, chosen, "gong_outside_hu")["counted"]
+    return shiho.Settings(tolerance_s=tolerance_s, gong_exempt=sheet_exempt and not strict_gong,
+                          gong_outside_hu=outside)
 
 
 def rules_from_args(args: argparse.Namespace, timeline: Timeline, source: DataSource) -> Rules:

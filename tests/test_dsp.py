@@ -1,0 +1,42 @@
+"""yuexuan.audio.dsp against scipy.signal (the reference), and the render command's start-up
+without scipy.signal (bench/bench_render.py times whole commands: its import cost ~0.7 s of CPU)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+from scipy import signal
+
+from yuexuan.audio import dsp
+
+
+def test_filters_match_scipy_signal():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3000, 2)).astype(np.float32)
+    sos = signal.butter(2, [300.0, 600.0], btype="bandpass", fs=48000, output="sos")
+    impulse = np.zeros(4000)
+    impulse[0] = 1.0
+    assert np.allclose(dsp.sosfilt(dsp.butter_bandpass_sos(2, 300.0, 600.0, 48000), impulse),
+                       signal.sosfilt(sos, impulse), atol=1e-12)
+    zi = rng.standard_normal((2, 2, 2))
+    y, zf = dsp.sosfilt(sos.astype(np.float32), x, axis=0, zi=zi.astype(np.float32))
+    ry, rzf = signal.sosfilt(sos.astype(np.float32), x, axis=0, zi=zi.astype(np.float32))
+    assert y.dtype == ry.dtype and np.allclose(y, ry, atol=1e-6) and np.allclose(zf, rzf, atol=1e-6)
+    b, a = [0.3], [1.0, -1.6, 0.81]
+    assert np.allclose(dsp.lfilter(b, a, x[:, 0].astype(np.float64)), signal.lfilter(b, a, x[:, 0]), atol=1e-9)
+    for taps, cut, fs, win in ((17, 5000.0, 48000.0, "hamming"), (64, 0.225, 2.0, ("kaiser", 8.0))):
+        assert np.allclose(dsp.firwin(taps, cut, fs, win), signal.firwin(taps, cut, window=win, fs=fs), atol=1e-12)
+    h = signal.firwin(17, 5000.0, fs=48000).astype(np.float32)
+    assert np.allclose(dsp.decimate_fir(h, x[:, 0], 4), signal.upfirdn(h, x[:, 0], down=4), atol=1e-6)
+    assert np.allclose(dsp.interpolate_fir(h * 4, x[:700], 4), signal.upfirdn(h * 4, x[:700], up=4, axis=0),
+                       atol=1e-5)
+    ir = rng.standard_normal((500, 2)).astype(np.float32)
+    assert np.allclose(dsp.fftconvolve_rows(x[:, :1], ir), signal.oaconvolve(x[:, :1], ir, axes=0), atol=1e-3)
+
+
+def test_render_command_starts_without_scipy_signal():
+    code = "import sys, yuexuan.commands.render; print(sorted(m for m in sys.modules if m.startswith('scipy.s')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "scipy.signal'" not in out and "scipy.stats" not in out, out

@@ -1,0 +1,53 @@
+"""Loudness follows velocity: every note's waveform as the render plan mixes it (its cached,
+spatialised waveform times its gain), measured with librosa's RMS (largest frame), gets louder with
+velocity across the note cache's velocity buckets, for every instrument; and the
+获者's loud 宫 call (velocity 100) is louder than his soft 商 call (velocity 60) from every seat."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import librosa
+import numpy as np
+import pytest
+
+from yuexuan.audio import notecache
+from yuexuan.audio.plan import Options, plan
+from yuexuan.rite import courtyard
+
+#: velocities 4 steps to each side of each boundary of the note cache's buckets (40, 80, 112: the
+#: timbre changes there; 4 steps are 1.2–1.9 dB, more than the few tenths of a dB the room's
+#: reflections add or take from one waveform against another)
+EDGES = sorted({1, 127, *((a + b) // 2 + d for a, b in zip(notecache.VELOCITY_BUCKETS,
+                                                            notecache.VELOCITY_BUCKETS[1:]) for d in (-4, 4))})
+
+
+def levels_db(tl, notes, listener: str = "宾") -> list[float]:
+    """Each note's fast-weighted maximum level (dB): the largest RMS over 125 ms frames (a sound
+    level meter's F weighting), both channels' energy summed, of the note as the plan mixes it."""
+    p = plan(replace(tl, notes=tuple(notes), selection=None),
+             Options(sample_rate=8000, listener=listener), courtyard.listeners())
+    out = {}
+    for key, gain, start in zip(p.keys, p.gains, p.starts):
+        y = np.atleast_2d((p.cache.get(key) * gain).T).astype(np.float32)
+        rms = librosa.feature.rms(y=y, frame_length=1000, hop_length=25, center=False)   # 8 kHz
+        out[int(start)] = 10 * np.log10(float(np.square(rms).sum(axis=0).max()))
+    return [out[k] for k in sorted(out)]
+
+
+def test_a_louder_velocity_is_louder_in_every_bucket(ceremony):
+    firsts = {}                                     # one instrument of each synthesis family
+    for n in ceremony.notes:
+        firsts.setdefault((ceremony.instruments[n.instrument]["family"], n.hz is None), n)
+    for name, n in firsts.items():
+        notes = [replace(n, time=10.0 * k, velocity=v) for k, v in enumerate(EDGES)]
+        db = levels_db(ceremony, notes)
+        assert np.all(np.diff(db) > 0), (name, list(zip(EDGES, np.round(db, 2))))
+
+
+@pytest.mark.parametrize("listener", ["宾", "公", "中庭"])
+def test_the_loud_gong_call_is_louder_than_the_soft_shang_call(ceremony, listener):
+    calls = [n for n in ceremony.notes if n.instrument.startswith("获者")][:2]
+    assert [c.velocity for c in calls] == [100, 60] and calls[1].hz == pytest.approx(calls[0].hz * 9 / 8)
+    gong, shang = levels_db(ceremony, calls, listener)
+    assert gong > shang + 3

@@ -1,0 +1,165 @@
+"""The few filters the renderer needs, without importing ``scipy.signal``.
+
+Hand-written because importing ``scipy.signal`` costs about 0.7 s of CPU (it imports
+``scipy.stats``, ``scipy.interpolate`` and ``scipy.optimize``), a seventh of a whole-ceremony
+``yuexuan render`` (bench/bench_render.py times whole commands). What numpy does is done in numpy
+(window-method FIR design, FIR up/down-sampling, FFT convolution, the Butterworth band-pass
+design); the recursive filters run in SciPy's own compiled second-order-section kernel
+(``scipy.signal._sosfilt``), loaded by file so that the package's ``__init__`` is not run; where
+that is not possible (another SciPy layout), ``scipy.signal.sosfilt`` is used instead. The
+results match ``scipy.signal`` (tests/test_dsp.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[Any]
+
+
+@lru_cache(maxsize=1)
+def _kernel() -> Callable[[Array, Array, Array], None]:
+    """SciPy's compiled ``_sosfilt(sos, x, zi)`` (in place; x (signals, samples) C-contiguous,
+    zi (signals, sections, 2)), or a wrapper of ``scipy.signal.sosfilt`` doing the same."""
+    try:
+        import scipy
+
+        folder = os.path.join(os.path.dirname(scipy.__file__), "signal")
+        name = next(f for f in os.listdir(folder)
+                    if f.startswith("_sosfilt.") and f.endswith((".so", ".pyd")))
+        spec = importlib.util.spec_from_file_location("scipy.signal._sosfilt", os.path.join(folder, name))
+        if spec is None or spec.loader is None:
+            raise ImportError(name)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        kernel: Callable[[Array, Array, Array], None] = module._sosfilt
+        return kernel
+    except (ImportError, OSError, StopIteration, AttributeError):     # pragma: no cover (layout)
+        from scipy.signal import sosfilt as reference
+
+        def fallback(sos: Array, x: Array, zi: Array) -> None:
+            y, zf = reference(sos, x, axis=-1, zi=np.moveaxis(zi, 0, 1))
+            x[...] = y
+            zi[...] = np.moveaxis(zf, 1, 0)
+        return fallback
+
+
+def sosfilt(sos: npt.ArrayLike, x: npt.ArrayLike, axis: int = -1,
+            zi: npt.ArrayLike | None = None) -> Any:
+    """``scipy.signal.sosfilt``: ``x`` through the second-order sections ``sos`` along ``axis``;
+    with ``zi`` (sections, …, 2 in place of ``axis``, …) returns (y, final state)."""
+    sos = np.asarray(sos)
+    x = np.asarray(x)
+    n_sections = sos.shape[0]
+    axis = axis % x.ndim
+    zi_shape = (n_sections, *x.shape[:axis], 2, *x.shape[axis + 1:])
+    dtype = np.result_type(sos, x, *(() if zi is None else (np.asarray(zi),)))
+    state = np.zeros(zi_shape, dtype) if zi is None else np.array(zi, dtype)
+    if state.shape != zi_shape:
+        raise ValueError(f"zi has shape {state.shape}, expected {zi_shape}")
+    moved = np.moveaxis(x, axis, -1)
+    work = np.array(moved.reshape(-1, moved.shape[-1]), dtype, order="C")
+    z = np.moveaxis(state, [0, axis + 1], [-2, -1])
+    z_shape = z.shape
+    z = np.ascontiguousarray(z.reshape(-1, n_sections, 2))
+    _kernel()(sos.astype(dtype, copy=False), work, z)
+    y = np.moveaxis(work.reshape(moved.shape), -1, axis)
+    if zi is None:
+        return y
+    return y, np.moveaxis(z.reshape(z_shape), [-2, -1], [0, axis + 1])
+
+
+def lfilter(b: Sequence[float], a: Sequence[float], x: npt.ArrayLike) -> Any:
+    """``scipy.signal.lfilter`` for a filter of order ≤ 2 along the last axis (one section)."""
+    if not 1 <= len(a) <= 3 or not 1 <= len(b) <= 3:
+        raise ValueError("lfilter here takes filters of order 2 at most")
+    bb = np.zeros(3)
+    aa = np.zeros(3)
+    bb[:len(b)] = b
+    aa[:len(a)] = a
+    return sosfilt(np.concatenate([bb, aa])[None, :] / aa[0], x)
+
+
+def butter_bandpass_sos(order: int, low_hz: float, high_hz: float, sample_rate: float) -> Array:
+    """``scipy.signal.butter(order, [low_hz, high_hz], "bandpass", fs=sample_rate, output="sos")``:
+    the analog Butterworth prototype moved to the band, prewarped, by the bilinear transform."""
+    fs2 = 2.0 * sample_rate
+    w1, w2 = (fs2 * math.tan(math.pi * f / sample_rate) for f in (low_hz, high_hz))
+    wo, bw = math.sqrt(w1 * w2), w2 - w1
+    m = np.arange(1 - order, order, 2)
+    proto = -np.exp(1j * np.pi * m / (2 * order))        # the prototype's poles (left half-plane)
+    lp = proto * bw / 2
+    root = np.sqrt(lp * lp - wo * wo)
+    poles_s = np.concatenate([lp + root, lp - root])
+    poles_z = (fs2 + poles_s) / (fs2 - poles_s)
+    gain = bw ** order * np.real(fs2 ** order / np.prod(fs2 - poles_s))
+    upper = poles_z[np.imag(poles_z) > 0]
+    upper = upper[np.argsort(np.abs(upper))]
+    sos = np.zeros((len(upper), 6))
+    sos[:, 0], sos[:, 2] = 1.0, -1.0                   # one zero at z = 1 and one at z = −1 each
+    sos[:, 3], sos[:, 4], sos[:, 5] = 1.0, -2 * np.real(upper), np.abs(upper) ** 2
+    sos[0, :3] *= gain
+    return sos
+
+
+def firwin(numtaps: int, cutoff: float, sample_rate: float = 2.0,
+           window: str | tuple[str, float] = "hamming") -> Array:
+    """``scipy.signal.firwin``, low-pass: a windowed sinc of ``numtaps`` taps cut at ``cutoff``
+    (Hz of ``sample_rate``; the default 2.0 makes it a fraction of Nyquist), unit gain at DC;
+    window "hamming" or ("kaiser", β)."""
+    c = cutoff / (sample_rate / 2)
+    m = np.arange(numtaps) - (numtaps - 1) / 2
+    h = c * np.sinc(c * m)
+    w = np.kaiser(numtaps, window[1]) if isinstance(window, tuple) and window[0] == "kaiser" \
+        else np.hamming(numtaps)
+    h = h * w
+    return np.asarray(h / h.sum())
+
+
+def fast_length(n: int) -> int:
+    """The smallest 2^a·3^b·5^c ≥ n (a quick FFT size)."""
+    best = 1 << max(0, (n - 1).bit_length())
+    p5 = 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            p = p35 * (1 << max(0, (-(-n // p35) - 1).bit_length()))
+            best = min(best, p)
+            p35 *= 3
+        p5 *= 5
+    return best
+
+
+def fftconvolve_rows(a: Array, b: Array) -> Array:
+    """The full convolution along axis 0 of ``a`` (p, 1 or k) with ``b`` (q, k), by FFT, in
+    ``a``'s float type (``scipy.signal.oaconvolve(a, b, axes=0)``)."""
+    n = len(a) + len(b) - 1
+    size = fast_length(n)
+    out = np.fft.irfft(np.fft.rfft(a, size, axis=0) * np.fft.rfft(b, size, axis=0), size, axis=0)[:n]
+    return out.astype(np.result_type(a.dtype, b.dtype), copy=False)
+
+
+def decimate_fir(h: Array, x: Array, down: int) -> Array:
+    """``scipy.signal.upfirdn(h, x, down=down)`` for 1-D ``x``: filtered, every ``down``-th kept."""
+    return np.convolve(x, h)[::down]
+
+
+def interpolate_fir(h: Array, x: Array, up: int) -> Array:
+    """``scipy.signal.upfirdn(h, x, up=up, axis=0)``: ``x`` (m, k) with up − 1 zeros after each
+    sample but the last, filtered by ``h``: ((m − 1)·up + len(h), k)."""
+    m = len(x)
+    out = np.zeros(((m - 1) * up + len(h), x.shape[1]), dtype=np.result_type(h.dtype, x.dtype))
+    for phase in range(min(up, len(h))):          # polyphase: the taps h[phase::up] make out[phase::up]
+        taps = h[phase::up]
+        for ch in range(x.shape[1]):
+            y = np.convolve(x[:, ch], taps)
+            out[phase::up, ch][:len(y)] = y[:len(out[phase::up])]
+    return out
