@@ -127,7 +127,7 @@ def test_a_flood_of_bad_messages_keeps_memory_bounded(tmp_path, ceremony, lishou
 def test_a_duplicate_shot_is_not_judged_and_a_stray_loose_is_replaced(tmp_path, ceremony, lishou):
     order = []
     hub, _, out = _hub(tmp_path, ceremony, lishou, order)
-    hub.deliver(osc.Loose("上耦上射", 1104.0, T))          # a stray loose, 2.5 s before
+    hub.deliver(osc.Loose("上耦上射", 1141.8, T))          # a stray loose, 2.5 s before
     hub.deliver(osc.Loose("上耦上射", None, T))            # the arrow's own: replaces it
     hub.deliver(osc.Shot(SHOT, T + 0.1))
     hub.deliver(osc.Shot(SHOT, T + 0.3))                  # the same datagram again
