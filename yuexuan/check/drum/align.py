@@ -53,11 +53,20 @@ class Alignment:
         }
 
 
+TRACK = 0.1          # × the beat gap: the window once the drift is followed (see follow)
+TRACKED_AFTER = 4    # matches from which the drift is followed
+
+
 def follow(plan: npt.NDArray[np.float64], live: npt.NDArray[np.float64], shift_s: float, window_s: float,
-           fit_last: int = 8) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+           fit_last: int = 8, track_s: float | None = None,
+           ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """Walk the planned beats in order, predicting each one's live stroke from a line fitted to
     the last ``fit_last`` matches (so a drift of several beats is followed), and take the
-    nearest unused stroke within ``window_s`` of the prediction. Returns (plan idx, live idx)."""
+    nearest unused stroke within ``window_s`` of the prediction — within ``track_s`` once
+    ``TRACKED_AFTER`` strokes are matched: the line then predicts a stroke to its jitter, and a
+    wide window would take a 鼙 or a bell where the drum's own stroke is missing, and the next
+    predictions would follow it astray (a hall's tail hides some strokes among the strongest
+    onsets). Returns (plan idx, live idx)."""
     pi: list[int] = []
     li: list[int] = []
     used = np.zeros(len(live), dtype=bool)
@@ -76,7 +85,8 @@ def follow(plan: npt.NDArray[np.float64], live: npt.NDArray[np.float64], shift_s
         if not cands:
             continue
         k = min(cands, key=lambda k: abs(live[k] - pred))
-        if abs(live[k] - pred) <= window_s:
+        reach = window_s if track_s is None or len(pi) < TRACKED_AFTER else min(window_s, track_s)
+        if abs(live[k] - pred) <= reach:
             used[k] = True
             pi.append(i)
             li.append(k)
@@ -84,7 +94,7 @@ def follow(plan: npt.NDArray[np.float64], live: npt.NDArray[np.float64], shift_s
 
 
 def align(onsets_s: npt.NDArray[np.float64], plan_s: npt.NDArray[np.float64], start_s: float | None = None,
-          window_s: float | None = None) -> Alignment:
+          window_s: float | None = None, track: bool = True) -> Alignment:
     """Map detected strokes (recording clock, s) onto the planned beats (timeline clock, s).
 
     The beats are followed in order (:func:`follow`), so the live drum may drift by several
@@ -102,10 +112,11 @@ def align(onsets_s: npt.NDArray[np.float64], plan_s: npt.NDArray[np.float64], st
     gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 1.0
     if window_s is None:
         window_s = 0.35 * gap
+    track_s = TRACK * gap if track else None
     anchored = start_s is not None
     if start_s is not None:                  # anchored
         shift = float(start_s)
-        pi, li = follow(plan, live, shift, window_s)
+        pi, li = follow(plan, live, shift, window_s, track_s=track_s)
     else:
         # Try the first planned beats against the first strokes; keep the start that follows
         # the most beats (a regular grid matches its own shifts locally, not to the end), and
@@ -114,7 +125,7 @@ def align(onsets_s: npt.NDArray[np.float64], plan_s: npt.NDArray[np.float64], st
         cands = np.unique(np.round((plan[:4, None] - live[None, :16]).ravel(), 3))
         tried = []
         for c in cands[::-1]:                      # latest start first: ties keep it
-            m = follow(plan, live, float(c), window_s)
+            m = follow(plan, live, float(c), window_s, track_s=track_s)
             d = live[m[1]] - plan[m[0]]
             jitter = float(np.sqrt(np.mean(np.diff(d, 2) ** 2))) if len(d) > 2 else np.inf
             tried.append((float(c), m, jitter))

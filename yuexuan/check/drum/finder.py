@@ -7,7 +7,10 @@ cough. The drum is told from them by a model learnt from the recording itself:
 
 1. **Seeds.** The strongest candidates (twice as many as planned strokes) are followed along the
    plan (:func:`yuexuan.check.drum.align.align`); those that fall where the plan expects a stroke are
-   the drum's own strokes, the seeds.
+   the drum's own strokes, the seeds. Whether they keep a drummer's beat at all is judged with a
+   wide window (no drum: they stray); the seeds are then taken with the drift followed closely
+   (a wide window takes a 鼙 or a bell where a stroke is not among the strongest onsets, and the
+   model learns from it).
 2. **Model.** Fisher's linear discriminant of the candidates' *timbre* (the dB rise across the
    onset of each percussive bin below 1 kHz): the seeds against the onsets farther than ⅛ beat
    from every planned stroke as heard (the bells, stones, 鼙, song). A candidate's *score* is its
@@ -18,7 +21,10 @@ cough. The drum is told from them by a model learnt from the recording itself:
    and level scores 1; a 鼙 (its body higher, its rise below 80 Hz small) or a bell's knock
    near 0.
 4. **Strokes.** Candidates at least ``KEEP`` drum-like are aligned to the plan as before
-   (:func:`yuexuan.check.drum.align.align`, following drift); one that matches no planned stroke is
+   (:func:`yuexuan.check.drum.align.align`, following drift); where a planned stroke is still
+   missed, the candidate within ``RESCUE_S`` of where it is heard is taken whatever its timbre
+   (its confidence stays low: a verdict resting on it is marked uncertain); one that matches no
+   planned stroke is
    kept (an extra stroke, which serves as a beat) only when its confidence reaches
    ``THRESHOLD`` — an onset that is neither where the plan expects the drum nor clearly the drum
    is not taken for it.
@@ -47,6 +53,7 @@ MAX_SEED_JITTER = 0.025  # × the beat gap: the seeds' median |2nd difference of
                          # is not a drummer keeping the beat (8 ms of jitter gives ~13 ms, 30 ms ~50)
 SEED_FACTOR = 2      # seeds are sought among this many × the planned strokes, strongest first
 DRIFT_ALLOWED = 0.05  # the live 射节 may last this much longer than planned (5 %)
+RESCUE_S = 0.05      # a missed planned stroke takes the onset this near where it is heard, s
 OFF_PLAN = 0.125     # × the beat gap: onsets farther than this from every heard plan stroke are
                      # the model's examples of what is not the drum
 FINDER = ("HPSS low-band percussive onsets (librosa), a timbre model learnt from the recording's "
@@ -130,15 +137,20 @@ def learn(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | No
     lo, hi = plan_window(plan, start_s if start_s is not None else start_s_guess, gap)
     inside = np.flatnonzero((c.time_s >= lo) & (c.time_s <= hi))
     top = np.sort(inside[np.argsort(c.strength[inside])[::-1][:n]])
-    al = align.align(c.time_s[top], plan, start_s)
-    seeds = top[al.live_index]
-    if len(seeds) < 3:
+    # whether a drum keeps the beat at all is judged on the wide window: a bell struck with the
+    # drum (鼓鑮为节) is on the beat too, but the strongest onsets near it stray without a drum
+    wide = align.align(c.time_s[top], plan, start_s, track=False)
+    if len(wide.live_index) < 3:
         raise UserError("no drum strokes found in the recording: none falls on the planned beats")
-    jitter = float(np.median(np.abs(np.diff(al.drift_s, 2))))
+    jitter = float(np.median(np.abs(np.diff(wide.drift_s, 2))))
     if jitter > MAX_SEED_JITTER * gap:
         raise UserError(f"no drum strokes found in the recording: its strongest low onsets do not "
                         f"keep the plan's beat (they stray {1000 * jitter:.0f} ms from one stroke "
                         f"to the next; a drummer, under {1000 * MAX_SEED_JITTER * gap:.0f} ms)")
+    al = align.align(c.time_s[top], plan, start_s)      # the seeds: the drift followed closely
+    seeds = top[al.live_index]
+    if len(seeds) < 3:
+        raise UserError("no drum strokes found in the recording: none falls on the planned beats")
     heard = heard_plan(plan, al, c.time_s[seeds])
     near = np.abs(nearest(c.time_s, np.sort(heard))[1])      # to the nearest heard stroke, s
     others = inside[near[inside] > OFF_PLAN * gap]     # the 射节's other onsets
@@ -178,6 +190,19 @@ class Found:
     model: DrumModel
 
 
+def on_missed_beats(c: band.Candidates, plan: npt.NDArray[np.float64], al: align.Alignment,
+                    pool: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """Candidates of ``pool`` (indices) within ``RESCUE_S`` of a planned stroke the alignment
+    missed, as heard (:func:`heard_plan`): a stroke that coincides with a bell's or a stone's
+    onset has their timbre, not the drum's, yet falls where the drum is heard."""
+    missed = np.setdiff1d(np.arange(len(plan)), al.plan_index)
+    if len(al.plan_index) < 2 or not len(missed) or not len(pool):
+        return np.zeros(0, dtype=np.intp)
+    heard = heard_plan(plan, al, al.live_s[al.live_index] - al.shift_s)[missed]
+    k, off = nearest(heard, c.time_s[pool])
+    return np.unique(pool[k[np.abs(off) <= RESCUE_S]])
+
+
 def strokes(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | None = None) -> Found:
     """The drum's strokes among the candidates and their alignment to ``plan`` (step 4)."""
     model = learn(c, plan, start_s)
@@ -186,6 +211,10 @@ def strokes(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | 
     inside = (c.time_s >= model.span_s[0]) & (c.time_s <= model.span_s[1])
     kept = np.flatnonzero((like >= KEEP) & inside)
     al = align.align(c.time_s[kept], plan, start_s)
+    more = on_missed_beats(c, plan, al, np.setdiff1d(np.flatnonzero(inside), kept))
+    if len(more):
+        kept = np.union1d(kept, more)
+        al = align.align(c.time_s[kept], plan, start_s)
     matched = np.zeros(len(kept), dtype=bool)
     matched[al.live_index] = True
     sure = matched | (conf[kept] >= THRESHOLD)
