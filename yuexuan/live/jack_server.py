@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 NAME = "yuexuan-server"        # the watching client's name
+CLOSE_WITHIN_S = 1.0            # how long closing it may hold up the end of a show (s)
 
 
 class ServerWatch:
@@ -64,8 +65,7 @@ class ServerWatch:
             dead, self._client = self._client, None
             assert self.lost_at is not None              # set with down
             self.outages.append((self.lost_at, None))
-            with self._quiet():             # while the server is down (after it: see ports)
-                dead.close()
+            close_within(dead)              # while the server is down (after it: see ports)
             self._next_try = self._clock() + self.retry_s
             return "lost"
         if self._client is None and self._clock() >= self._next_try:
@@ -84,8 +84,23 @@ class ServerWatch:
     def close(self) -> None:
         if self._client is not None:
             client, self._client = self._client, None
-            with self._quiet():
-                client.close()
+            close_within(client)
+
+
+def close_within(client: Any, timeout_s: float = CLOSE_WITHIN_S) -> bool:
+    """Close a JACK-Client client on a daemon thread, waiting at most ``timeout_s``; False when
+    it did not return in time. Seen once in ~20 runs: ``jack_client_close`` of this never-activated
+    client blocked for good at the end of a show, on a libjack mutex still held by a thread that
+    had ended (the system's libjack, loaded by JACK-Client, beside the copy python-rtmidi's wheel
+    bundles). The show is over by then, but ``play`` must still exit and write its report; the
+    thread keeps the only reference, so the client's ``__del__`` never runs it again."""
+    done = threading.Event()
+
+    def run() -> None:
+        client.close()
+        done.set()
+    threading.Thread(target=run, daemon=True, name="yuexuan-jack-close").start()
+    return done.wait(timeout_s)
 
 
 def outages_report(outages: list[tuple[float, float | None]]) -> Iterator[dict[str, float | None]]:
