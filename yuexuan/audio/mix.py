@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
-from scipy import ndimage
-from scipy.linalg import blas
+from numpy.lib.stride_tricks import sliding_window_view
 
 from yuexuan.audio import loudness
 from yuexuan.audio.plan import Plan
@@ -28,6 +27,7 @@ def blocks(p: Plan, block: int, stems: bool = False,
     nxt = 0
     active: list[int] = []
     ring = [np.zeros((block, 2), dtype=np.float32) for _ in range(RING)]
+    scratch = np.empty(2 * block, dtype=np.float32)
     for k, b0 in enumerate(range(0, p.total, block)):
         b1 = min(p.total, b0 + block)
         while nxt < nev and p.starts[nxt] < b1:
@@ -51,9 +51,9 @@ def blocks(p: Plan, block: int, stems: bool = False,
                 i = int(p.inst[e])
                 if i not in parts:
                     parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
-                blas.saxpy(src, parts[i].reshape(-1)[2 * (a - b0):2 * (z - b0)], a=g)
+                _add_scaled(parts[i].reshape(-1)[2 * (a - b0):2 * (z - b0)], src, g, scratch)
             if mix_too:
-                blas.saxpy(src, flat[2 * (a - b0):2 * (z - b0)], a=g)     # in place: y += g·x
+                _add_scaled(flat[2 * (a - b0):2 * (z - b0)], src, g, scratch)     # y += g·x
         active = keep
         yield b0, mix, parts
 
@@ -85,7 +85,28 @@ def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
     if not hot:
         return None
     w = 2 * window + 1
-    smooth = ndimage.uniform_filter1d(ndimage.minimum_filter1d(need, w, mode="nearest"), w,
-                                      mode="nearest")
+    smooth = _moving_mean(_moving_min(need, w), w)
     g = np.minimum(smooth, 1.0)[lead:len(x) - lead]
     return g if float(g.min()) < 1.0 else None
+
+
+def _add_scaled(dst: npt.NDArray[np.float32], src: npt.NDArray[np.float32], g: float,
+                scratch: npt.NDArray[np.float32]) -> None:
+    """dst += g · src in float32, through ``scratch`` (no allocation; numpy, not BLAS: importing
+    scipy.linalg cost 0.2 s of a render's start, and numpy's two passes were faster here)."""
+    tmp = scratch[:len(src)]
+    np.multiply(src, np.float32(g), out=tmp)
+    dst += tmp
+
+
+def _moving_min(x: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
+    """``scipy.ndimage.minimum_filter1d(x, size, mode="nearest")`` for an odd ``size``."""
+    h = size // 2
+    return sliding_window_view(np.pad(x, h, mode="edge"), size).min(axis=1)
+
+
+def _moving_mean(x: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
+    """``scipy.ndimage.uniform_filter1d(x, size, mode="nearest")`` for an odd ``size`` (float64 sums)."""
+    h = size // 2
+    c = np.concatenate([[0.0], np.cumsum(np.pad(x.astype(np.float64), h, mode="edge"))])
+    return ((c[size:] - c[:-size]) / size).astype(x.dtype)

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
-from yuexuan.audio import loudness, output
+from yuexuan.audio import gainfit, loudness, output
 from yuexuan.audio.mix import blocks, limiter_gain
 from yuexuan.audio.output import output_format
 from yuexuan.audio.plan import Options, Plan, plan
@@ -68,6 +68,8 @@ class _Measured:
     hops: npt.NDArray[np.float64]                   # K-weighted mean square per 100 ms hop
     states: list[npt.NDArray[np.floating[Any]]]           # K-filter state at the start of each block
     peaks: list[float]                 # sample peak of each block
+    # per block, each 100 ms hop's 10 ms chunks: (hops, 2 (energy, sample peak), 10), gainfit.py
+    hop_peaks: list[npt.NDArray[np.float64]] = field(default_factory=list)
 
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
@@ -115,6 +117,7 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
         meters[c].feed(mix[:, c:c + 1])
         if spool is not None:
             spool.write(mix.tobytes())
+            m.hop_peaks.append(gainfit.chunk_stats(mix, hop))
 
     p.cache.prefetch(p.keys, tick=checkpoint)
     with tempfile.TemporaryFile(dir=out_path.parent) as spool:
@@ -128,12 +131,16 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
                     progress((k + 1) / nblocks / 2, "mix")
         m.hops = meters[0].hops + meters[1].hops
         m.states = [np.concatenate(z, axis=2) for z in zip(*states)]
-        l0 = loudness.gated_loudness(m.hops)
-        gain = 10 ** ((options.target_lufs - l0) / 20) if math.isfinite(l0) else 1.0
+        # the gain that the limiter's loss, predicted from each hop's peak, leaves at the target
+        # (yuexuan/audio/gainfit.py); then corrections from the measured passes
+        hop_peaks = np.concatenate(m.hop_peaks)[:len(m.hops)] if m.hop_peaks else np.zeros((0, 2, 1))
+        ceiling = 10 ** ((options.ceiling_dbtp - LIMITER_MARGIN_DB) / 20)
+        gain_db = gainfit.first_gain_db(m.hops, hop_peaks, options.target_lufs, ceiling)
+        measured: list[tuple[float, float]] = []
         passes = 0
         while True:
             passes += 1
-            rep = _gain_pass(p, spool, out_path, fmt, subtype, gain, options, block, m,
+            rep = _gain_pass(p, spool, out_path, fmt, subtype, 10 ** (gain_db / 20), options, block, m,
                              Path(stems_dir) if stems_dir else None,
                              (lambda f: progress(0.5 + f / 2, "level")) if progress else None,
                              checkpoint)
@@ -141,7 +148,8 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
             if not math.isfinite(off) or abs(off) <= LOUDNESS_TOLERANCE_LU \
                     or passes >= MAX_GAIN_PASSES:
                 break
-            gain *= 10 ** (off / 20)
+            measured.append((gain_db, rep.loudness_lufs))
+            gain_db = gainfit.next_gain_db(measured, options.target_lufs, m.hops, hop_peaks, ceiling)
     rep.notes = len(p.starts)
     rep.passes = passes
     rep.cache_misses = p.cache.misses
