@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
-from numpy.lib.stride_tricks import sliding_window_view
 
 from yuexuan.audio import loudness
 from yuexuan.audio.plan import Plan
@@ -100,9 +99,15 @@ def _add_scaled(dst: npt.NDArray[np.float32], src: npt.NDArray[np.float32], g: f
 
 
 def _moving_min(x: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
-    """``scipy.ndimage.minimum_filter1d(x, size, mode="nearest")`` for an odd ``size``."""
+    """``scipy.ndimage.minimum_filter1d(x, size, mode="nearest")`` for an odd ``size``, in O(n)
+    (van Herk / Gil–Werman: running minima within blocks of ``size``, forward and backward; a
+    window spans two blocks at most)."""
     h = size // 2
-    return sliding_window_view(np.pad(x, h, mode="edge"), size).min(axis=1)
+    n = len(x)
+    p = np.pad(x, (h, h + (-(n + 2 * h)) % size), mode="edge").reshape(-1, size)
+    forward = np.minimum.accumulate(p, axis=1).reshape(-1)
+    backward = np.minimum.accumulate(p[:, ::-1], axis=1)[:, ::-1].reshape(-1)
+    return np.minimum(backward[:n], forward[size - 1:size - 1 + n])
 
 
 def _moving_mean(x: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
