@@ -30,7 +30,7 @@ SYSTEM_FIXTURES = {"browser": "chromium", "jack": "jackd", "jack_async": "jackd"
                    "jack_servers": "jackd", "jack_sync": "jackd", "jack_restartable": "jackd", "fluid_mixes": "fluidsynth",
                    "phone_video": "ffmpeg, fluidsynth"}
 # Single tests, by function name:
-SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond",
+SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond", "test_voices_hnr_beside_the_choir_aahs": "fluidsynth",
                 "test_killed_score_pdf_keeps_the_previous_pdf": "lilypond"}
 
 # The ``realtime`` tests time MIDI against the wall clock over the synchronous JACK server: they

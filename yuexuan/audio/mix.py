@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.audio import loudness
-from yuexuan.audio.plan import Plan
+from yuexuan.audio.plan import PCM16, Plan
 
 RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more are made
 
@@ -32,6 +32,7 @@ def blocks(p: Plan, block: int, stems: bool = False,
         while nxt < nev and p.starts[nxt] < b1:
             active.append(nxt)
             nxt += 1
+        p.cache.advance(b0)
         mix = ring[k % RING][:b1 - b0]
         mix.fill(0.0)
         flat = mix.reshape(-1)
@@ -44,15 +45,30 @@ def blocks(p: Plan, block: int, stems: bool = False,
             if t > b1:
                 keep.append(e)
             a, z = max(s, b0), min(t, b1)
-            src = p.cache.get(p.keys[e]).reshape(-1)[2 * (a - s):2 * (z - s)]
             g = float(p.gains[e])
+            targets = []
             if parts is not None:
                 i = int(p.inst[e])
                 if i not in parts:
                     parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
-                _add_scaled(parts[i].reshape(-1)[2 * (a - b0):2 * (z - b0)], src, g, scratch)
+                targets.append(parts[i].reshape(-1))
             if mix_too:
-                _add_scaled(flat[2 * (a - b0):2 * (z - b0)], src, g, scratch)     # y += g·x
+                targets.append(flat)
+            taps = p.taps.get(e) if p.taps else None
+            if taps is None:
+                src = p.cache.get(p.keys[e]).reshape(-1)[2 * (a - s):2 * (z - s)]
+                for y in targets:
+                    _add_scaled(y[2 * (a - b0):2 * (z - b0)], src, g, scratch)     # y += g·x
+                continue
+            mono = p.cache.get(p.keys[e])      # a mono take (16-bit): its taps added here, interleaved
+            for lag, left, right in taps:
+                ta, tz = max(s + lag, b0), min(s + lag + len(mono), b1)
+                if tz <= ta:
+                    continue
+                seg = mono[ta - s - lag:tz - s - lag]
+                for y in targets:
+                    for ch, pan in ((0, left), (1, right)):
+                        _add_scaled(y[2 * (ta - b0) + ch:2 * (tz - b0):2], seg, g * pan / PCM16, scratch)
         active = keep
         yield b0, mix, parts
 

@@ -1,13 +1,18 @@
 """Which notes share one rendered waveform (:class:`NoteKey`), and the bounded cache of them.
 
 Notes of one instrument with equal frequency, velocity bucket, held length (sustained families,
-per 50 ms) and vowel sound identical up to gain, so each key is synthesised once. The cache is
+per 50 ms) and, for a voice, syllable (its reading; the tone only when spoken) and singer sound
+identical up to gain, so each key is synthesised once. An ensemble's singers are keys of their own
+(per-singer takes); :mod:`yuexuan.audio.plan` varies each rendition's onsets and levels. The cache is
 the only state of the renderer's synthesis: :meth:`NoteCache.prefetch` fills it on worker
 threads; an evicted waveform is rebuilt identically (synthesis is a pure function of the key).
 """
 
 from __future__ import annotations
 
+import bisect
+import math
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -16,8 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import synth
-from yuexuan.audio.voice import vowel_of
+from yuexuan.audio import synth, voice
+from yuexuan.audio.phonetics import Reading
 
 VELOCITY_BUCKETS = (40, 80, 112)     # timbre is rendered at these velocities; gain is exact
 DURATION_STEP_S = 0.05               # sustained notes are cached per 50 ms of duration
@@ -30,13 +35,19 @@ class NoteKey(NamedTuple):
     hz: float | None                 # None for unpitched bodies
     velocity: int                    # the velocity bucket the timbre is rendered at
     duration_s: float                # held length (sustained families), else 0.0
-    vowel: str | None                # voices: the sung vowel, else None
-    sung: bool                       # voices: the note has a syllable (a consonant onset)
+    syllable: str | None             # voices: "initial|final|tone" (tone 0 when sung: a note's pitch)
+    singer: int = -1                 # voices: the ensemble's singer, −1 for the single voice
 
     def seed(self) -> int:
         """The noise seed of this waveform (from its identity, never a global RNG)."""
-        syllable = None if self.vowel is None else (self.vowel, self.sung)
-        return synth.seed_of(self.instrument, self.hz, self.velocity, self.duration_s, syllable)
+        return synth.seed_of(self.instrument, self.hz, self.velocity, self.duration_s, self.syllable,
+                             self.singer)
+
+    def reading(self) -> Reading | None:
+        if self.syllable is None:
+            return None
+        initial, final, tone = self.syllable.split("|")
+        return Reading(initial, final, int(tone))
 
 
 def velocity_bucket(velocity: int) -> int:
@@ -45,36 +56,70 @@ def velocity_bucket(velocity: int) -> int:
 
 
 def note_key(instrument: str, family: str, hz: float | None, velocity: int, duration_s: float,
-             lyric: str | None) -> NoteKey:
-    """The :class:`NoteKey` of a note."""
+             lyric: str | None, reading: Reading | None = None, singer: int = -1) -> NoteKey:
+    """The :class:`NoteKey` of a note (a voice's ``reading``: else that of ``lyric`` alone)."""
     dur = round(round(duration_s / DURATION_STEP_S) * DURATION_STEP_S, 3) \
         if family in synth.SUSTAINED else 0.0
-    voice = family == "voice"
+    syllable = None
+    if family == "voice":
+        r = reading or voice.reading_of(lyric)
+        syllable = f"{r.initial}|{r.final}|{r.tone if hz is None else 0}"
     return NoteKey(instrument, None if hz is None else round(float(hz), 6),
-                   velocity_bucket(velocity), dur, vowel_of(lyric) if voice else None,
-                   voice and bool(lyric))
+                   velocity_bucket(velocity), dur, syllable, singer if family == "voice" else -1)
+
+
+def lead_samples(key: NoteKey, sample_rate: int) -> int:
+    """Samples a key's waveform starts before its note's time (a voice's consonant)."""
+    r = key.reading()
+    return 0 if r is None else voice.lead_samples(r, sample_rate)
 
 
 def note_from_key(key: NoteKey, family: str, params: dict[str, Any],
                   sample_rate: int) -> npt.NDArray[np.float32]:
     """Render the waveform ``key`` stands for (float32 mono; seeded by the key)."""
     return synth.note(family, params, key.hz, key.velocity, key.duration_s, sample_rate,
-                      seed=key.seed(), lyric="·" if key.sung else None, vowel=key.vowel)
+                      seed=key.seed(), reading=key.reading(), singer=key.singer, name=key.instrument)
 
 
 class NoteCache:
-    """Bounded LRU of rendered waveforms by :class:`NoteKey` (bytes limit ``max_bytes``).
+    """Bounded cache of rendered waveforms by :class:`NoteKey` (bytes limit ``max_bytes``).
 
-    ``make(key)`` builds a waveform on a miss; an evicted entry is rebuilt identically.
+    ``make(key)`` builds a waveform on a miss; an evicted entry is rebuilt identically. With a
+    ``schedule`` ({key: (start samples, end samples) of its uses, in order}) and the mixer's
+    position (:meth:`advance`), the entry evicted is the one needed again last (Belady's rule:
+    an ensemble's many takes recur stanza after stanza, which least-recently-used would rebuild
+    every time); without one, the least recently used.
     """
 
     def __init__(self, make: Callable[[Any], npt.NDArray[np.float32]],
-                 max_bytes: int = 160 * 2 ** 20) -> None:
+                 max_bytes: int = 160 * 2 ** 20,
+                 schedule: dict[Hashable, tuple[list[int], list[int]]] | None = None) -> None:
         self._make = make
         self._max = max_bytes
         self._data: OrderedDict[Hashable, npt.NDArray[np.float32]] = OrderedDict()
         self._bytes = 0
+        self._schedule = schedule
+        self._now = 0
         self.hits = self.misses = 0
+
+    def advance(self, sample: int) -> None:
+        """The mixer has reached ``sample``: uses ending before it are over."""
+        self._now = sample
+
+    def _next_use(self, key: Hashable) -> float:
+        if self._schedule is None or key not in self._schedule:
+            return math.inf
+        starts, ends = self._schedule[key]
+        i = bisect.bisect_right(ends, self._now)
+        return math.inf if i == len(ends) else max(starts[i], self._now)
+
+    def _evict(self, keep: Hashable) -> None:
+        while self._bytes > self._max and len(self._data) > 1:
+            if self._schedule is None:
+                victim = next(iter(self._data))
+            else:
+                victim = max((k for k in self._data if k != keep), key=self._next_use)
+            self._bytes -= self._data.pop(victim).nbytes
 
     def prefetch(self, keys: Iterable[Hashable], workers: int = 2,
                  tick: Callable[[], None] | None = None) -> None:
@@ -107,7 +152,33 @@ class NoteCache:
         arr = self._make(key)
         self._data[key] = arr
         self._bytes += arr.nbytes
-        while self._bytes > self._max and len(self._data) > 1:
-            _, old = self._data.popitem(last=False)
-            self._bytes -= old.nbytes
+        self._evict(key)
+        return arr
+
+
+class Recent:
+    """A small thread-safe cache of waveforms by key (least recently used dropped past
+    ``max_bytes``): an ensemble's dry takes, made for its seats and used again for its tail."""
+
+    def __init__(self, make: Callable[[Any], npt.NDArray[np.float32]], max_bytes: int) -> None:
+        self._make = make
+        self._max = max_bytes
+        self._data: OrderedDict[Hashable, npt.NDArray[np.float32]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, key: Hashable) -> npt.NDArray[np.float32]:
+        with self._lock:
+            arr = self._data.get(key)
+            if arr is not None:
+                self._data.move_to_end(key)
+                return arr
+        arr = self._make(key)
+        with self._lock:
+            if key not in self._data:
+                self._data[key] = arr
+                self._bytes += arr.nbytes
+            while self._bytes > self._max and len(self._data) > 1:
+                _, old = self._data.popitem(last=False)
+                self._bytes -= old.nbytes
         return arr

@@ -11,19 +11,23 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import notecache, power, space, surfaces, synth
+from yuexuan.audio import ensemble, notecache, power, space, surfaces, synth, tail
+from yuexuan.audio.lines import readings
 from yuexuan.errors import UserError
 from yuexuan.rite.courtyard import Listener
 from yuexuan.rite.instruments import FAMILIES
 from yuexuan.timeline import Timeline
 
+PCM16 = 32767.0 / 8            # an ensemble singer's cached take in 16-bit PCM: level 1, peaks to 8
+TAIL = -2                      # the NoteKey singer of an ensemble's shared diffuse tail
+TAKES_BYTES = 16 * 2 ** 20     # an ensemble's dry singer takes kept for its tail and its seats
 TARGET_LUFS = -16.0
 CEILING_DBTP = -1.0
 BLOCK = 1 << 16                # samples a block
@@ -49,6 +53,8 @@ class Body(NamedTuple):
     synth: dict[str, Any]              # its [synth] table
     position_m: tuple[float, ...]      # (x east, y north, z up), metres
     level: float                       # its amplitude at 1 m, Pa (power.source_level)
+    performers: int = 1                # its count (an ensemble's singers sound each)
+    facing: str = ""                   # 北 东 南 西: the row of an ensemble runs across it
 
 
 class PlacedKey(NamedTuple):
@@ -86,8 +92,11 @@ def bodies(timeline: Timeline, names: Iterable[str]) -> dict[str, Body]:
                 or not (isinstance(pos, (list, tuple)) and len(pos) == 3):
             raise UserError(f"instruments[{name!r}] lacks what the render needs (family, pitched, "
                             f"synth, position_m); recompile the cue sheet")
+        count = facts.get("count", 1)
         out[name] = Body(name, family, pitched, params, tuple(float(v) for v in pos),
-                         power.source_level(name, params))
+                         power.source_level(name, params),
+                         int(count) if isinstance(count, int) and 1 <= count <= 64 else 1,
+                         str(facts.get("facing") or ""))
     return out
 
 
@@ -131,6 +140,8 @@ class Plan:
     names: list[str]                   # instrument names with events, timeline order
     total: int                         # samples in the file
     cache: notecache.NoteCache
+    taps: dict[int, tuple[space.Tap, ...]] = field(default_factory=dict)
+    # events whose waveform is a mono take heard through these taps (an ensemble's singers), by index
 
     @property
     def duration_s(self) -> float:
@@ -172,22 +183,42 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
             placements.append(space.placement(listener, pos, sr, seed_name=name, room=room))
         return k
 
-    starts, ends, gains, keys, inst_idx = [], [], [], [], []
-    for n in notes:
+    starts, ends, gains, keys, inst_idx, mono_taps = [], [], [], [], [], []
+    said = readings(notes, {nm: b.family for nm, b in insts.items()})
+    for j, n in enumerate(notes):
         body = insts[n.instrument]
-        k = place_index(n.instrument, moved.get((n.cue, n.instrument), body.position_m))
-        place = placements[k]
-        key = PlacedKey(notecache.note_key(n.instrument, body.family, n.hz if body.pitched else None,
-                                           n.velocity, n.duration, n.lyric), k)
-        s = int(round(n.time * sr)) + place.delay_samples
-        if s < 0:
-            continue
-        starts.append(s)
-        ends.append(s + synth.length(body.family, body.synth, key.note.duration_s, sr, key.note.hz)
-                    + place.length_extra)
-        gains.append(power.velocity_gain(n.velocity) * body.level)     # the waveform's level is 1
-        keys.append(key)
-        inst_idx.append(index[n.instrument])
+        pos = moved.get((n.cue, n.instrument), body.position_m)
+        hz = n.hz if body.pitched else None
+        gain = power.velocity_gain(n.velocity) * body.level           # the waveform's level is 1
+        if ensemble.is_ensemble(body.family, body.synth, body.performers):
+            st = ensemble.settings_of(body.synth)
+            offsets, levels = ensemble.rendition(synth.seed_of(n.instrument, n.cue, round(n.time, 4)),
+                                                 body.performers, st)
+            voices = [(i, place_index(f"{n.instrument}#{i + 1}", seat), float(offsets[i]),
+                       float(levels[i]) / math.sqrt(body.performers))
+                      for i, seat in enumerate(ensemble.seats(pos, body.facing, body.performers, st.seat_m))]
+            # the room's diffuse tail of the whole row: one more event (heard from the row's middle)
+            voices.append((TAIL, place_index(n.instrument, pos), 0.0, 1.0))
+        else:
+            voices = [(-1, place_index(n.instrument, pos), 0.0, 1.0)]
+        for singer, k, offset_s, level in voices:
+            place = placements[k]
+            note_key = notecache.note_key(n.instrument, body.family, hz, n.velocity, n.duration, n.lyric,
+                                          said.get(j), singer)
+            key = PlacedKey(note_key, k if singer < 0 else -1)   # a singer's take is placed in the mix
+            s = int(round((n.time + offset_s) * sr)) + place.delay_samples \
+                - notecache.lead_samples(note_key, sr)
+            e = s + synth.length(body.family, body.synth, note_key.duration_s, sr, note_key.hz,
+                                 note_key.reading()) \
+                + (space.taps_extra(place) if singer >= 0 else place.length_extra)
+            if e <= 0:
+                continue
+            starts.append(s)
+            ends.append(e)
+            gains.append(gain * level)
+            keys.append(key)
+            inst_idx.append(index[n.instrument])
+            mono_taps.append(place.taps if singer >= 0 else None)
     starts_a = np.asarray(starts, dtype=np.int64)
     ends_a = np.asarray(ends, dtype=np.int64)
     total = max(int(math.ceil(timeline.duration * sr)), int(ends_a.max()) if len(ends_a) else 0)
@@ -195,14 +226,29 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
 
     def synthesise(note: notecache.NoteKey) -> npt.NDArray[np.float32]:
         body = insts[note.instrument]
+        if note.singer == TAIL:            # the row's diffuse tail: the singers' takes are incoherent,
+            return takes(note._replace(singer=0))    # their power sums to one take's at unit gain
         return power.level_normalised(notecache.note_from_key(note, body.family, body.synth, sr), sr)
 
-    mono = SharedMono(synthesise, keys)
+    mono = SharedMono(synthesise, [k for k in keys if k.note.singer < 0])
+    takes = notecache.Recent(synthesise, TAKES_BYTES)
 
     def make(key: PlacedKey) -> npt.NDArray[np.float32]:
+        if key.note.singer >= 0:           # one singer of an ensemble: mono, his seat's taps in the mix,
+            x = takes(key.note)             # kept as 16-bit PCM (78 dB under its peaks, half the bytes)
+            return np.round(np.clip(x * PCM16, -32767, 32767)).astype(np.int16)
+        if key.note.singer == TAIL:
+            return tail.apply(placements[key.place].tail, mono(key.note), sr,
+                              len(takes(key.note._replace(singer=0))) + placements[key.place].length_extra)
         return space.spatialise(mono(key.note), placements[key.place], sr)
 
+    schedule: dict[Hashable, tuple[list[int], list[int]]] = {}
+    for i in order:
+        uses = schedule.setdefault(keys[i], ([], []))
+        uses[0].append(int(starts_a[i]))
+        uses[1].append(int(ends_a[i]))
+    taps = {j: t for j, i in enumerate(order) if (t := mono_taps[i]) is not None}
     return Plan(sr, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
                 [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,
                 total,
-                notecache.NoteCache(make))
+                notecache.NoteCache(make, schedule=schedule), taps)

@@ -29,7 +29,7 @@ import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
-from yuexuan.audio import gainfit, loudness, output
+from yuexuan.audio import gainfit, loudness, memory, output
 from yuexuan.audio.mix import blocks, limiter_gain
 from yuexuan.audio.output import output_format
 from yuexuan.audio.plan import Options, Plan, plan
@@ -98,6 +98,7 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
             progress: Callable[[float, str], None] | None, listener_table: dict[str, Listener],
             checkpoint: Callable[[], None]) -> Report:
     fmt, subtype = output_format(out_path)
+    memory.limit_arenas()
     p = plan(timeline, options, listener_table)
     sr = p.sample_rate
     hop = loudness.hop_samples(sr)

@@ -125,6 +125,12 @@ def placement(listener: Listener, source_m: Sequence[float], sample_rate: int, s
     return Placement(int(round(delay_s(d) * sample_rate)), tuple(taps), diffuse, az, d, paths)
 
 
+def taps_extra(place: Placement) -> int:
+    """Samples the taps alone add after a sound (its latest reflection's lag): an ensemble's
+    singer, whose taps the mixer adds (:mod:`yuexuan.audio.mix`)."""
+    return max(t.lag for t in place.taps)
+
+
 def spatialise(mono: npt.NDArray[np.float32], place: Placement, sample_rate: int) -> npt.NDArray[np.float32]:
     """Stereo (n + extra, 2) float32: ``mono`` heard through the placement (overall delay not
     included): its taps added at full rate, its tail by :func:`yuexuan.audio.tail.apply`."""

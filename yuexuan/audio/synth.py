@@ -16,9 +16,9 @@ Families (``instruments/*.toml`` ``family``):
 - ``string`` 瑟: modal plucked string (harmonics with slight stiffness, higher ones decaying faster,
   pluck-position spectrum, body resonances ``body_hz``).
 - ``pipe``   簜: harmonics (``harmonics``), breath noise, vibrato.
-- ``voice``  歌 and the calls: formant synthesis of a sung vowel, chosen from the syllable
-  (:mod:`yuexuan.audio.voice`); without a pitch (``hz`` None: a spoken call) the formants are
-  excited by noise, whisper-like (:func:`~yuexuan.audio.voice.spoken`).
+- ``voice``  歌 and the calls: a singer's take of the syllable (:mod:`yuexuan.audio.voice`: an LF
+  glottal source through moving formants, its consonant before the note's time); without a pitch
+  (``hz`` None: a spoken call) on the syllable's tone. An ensemble's singer is ``singer`` ≥ 0.
 
 A pitched note's nominal frequency is always its strongest partial over the first second. Noise
 comes from ``seed`` (derive it from the note's identity: :func:`seed_of`). Output: float32 mono,
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import drums
+from yuexuan.audio import drums, voice
 from yuexuan.audio.blocks import (
     DECAY_SPAN,
     RELEASE_S,
@@ -47,7 +47,7 @@ from yuexuan.audio.blocks import (
     sustained,
     wavetable,
 )
-from yuexuan.audio.voice import spoken, sung, vowel_of
+from yuexuan.audio.phonetics import Reading
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "string": 6.0}   # drums: drums.RING_CAP_S
@@ -225,19 +225,22 @@ def pipe(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_
 
 def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, duration_s: float,
          sample_rate: int, seed: int = 0, lyric: str | None = None,
-         vowel: str | None = None) -> npt.NDArray[np.float32]:
+         reading: Reading | None = None, singer: int = -1, name: str = "") -> npt.NDArray[np.float32]:
     """One note as float32 mono samples (peak 1). ``hz`` None for unpitched drums and for a
-    spoken voice (:func:`~yuexuan.audio.voice.spoken`).
+    spoken voice (a call on its syllable's tone).
 
     Struck families ring out (up to :data:`RING_CAP_S`) whatever the duration; pipe and voice
-    sustain for ``duration_s`` and release over :data:`RELEASE_S`.
+    sustain for ``duration_s`` and release over :data:`RELEASE_S`. A voice sings ``reading`` (else
+    the reading of ``lyric``), its take starting ``voice.lead_samples`` before the note's time.
     """
     velocity = max(1, min(127, int(velocity)))
     if family == "drum":
         return drums.drum(params, velocity, sample_rate, seed)
-    if family == "voice" and hz is None:
-        return spoken(params, velocity, duration_s, sample_rate, seed, vowel or vowel_of(lyric),
-                      consonant=bool(lyric))
+    if family == "voice":
+        if hz is not None and not hz > 0:
+            raise ValueError(f"a voice note needs a positive frequency or None, got {hz!r}")
+        return voice.take(params, reading or voice.reading_of(lyric), hz, velocity, duration_s,
+                          sample_rate, seed, name, singer)
     if hz is None or not hz > 0:
         raise ValueError(f"a {family} note needs a positive frequency, got {hz!r}")
     if family == "bell":
@@ -248,16 +251,15 @@ def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, d
         return string(params, hz, velocity, sample_rate, seed)
     if family == "pipe":
         return pipe(params, hz, velocity, duration_s, sample_rate, seed)
-    if family == "voice":
-        return sung(params, hz, velocity, duration_s, sample_rate, seed,
-                     vowel or vowel_of(lyric), consonant=bool(lyric))
     raise ValueError(f"unknown instrument family {family!r}")
 
 
 def length(family: str, params: dict[str, Any], duration_s: float, sample_rate: int,
-           hz: float | None = None) -> int:
+           hz: float | None = None, reading: Reading | None = None) -> int:
     """Samples :func:`note` returns for these arguments (without rendering); a stone's depends
-    on its ``hz``."""
+    on its ``hz``, a voice's on its syllable's ``reading`` (the consonant before the note)."""
+    if family == "voice":
+        return voice.length(reading or voice.NO_WORDS, duration_s, sample_rate)
     if family in SUSTAINED:
         return max(1, int(duration_s * sample_rate)) + int(RELEASE_S * sample_rate)
     if family == "string":

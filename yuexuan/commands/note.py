@@ -8,7 +8,7 @@ import numpy as np
 import soundfile as sf
 
 from yuexuan import atomic
-from yuexuan.audio import synth
+from yuexuan.audio import ensemble, synth, voice
 from yuexuan.audio.output import output_format
 from yuexuan.commands.common import data_source
 from yuexuan.errors import UserError
@@ -30,7 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="held length for pipe and voice, s (struck bodies ring out)")
     p.add_argument("--huangzhong", type=float, default=DEFAULT_HZ, metavar="HZ",
                    help=f"黄钟 in Hz (default {DEFAULT_HZ}, as cues/dashe.toml)")
-    p.add_argument("--lyric", metavar="SYLLABLE", help="syllable for a voice (sets the vowel)")
+    p.add_argument("--lyric", metavar="SYLLABLE",
+                   help="syllable for a voice: a character (read in modern Mandarin) or pinyin with a "
+                        "tone number, e.g. 好 or hao3")
+    p.add_argument("--voices", type=int, metavar="N",
+                   help="singers of a voice heard together, unplaced (default: the instrument's count "
+                        "for an ensemble, else 1; 1 = one dry singer)")
     p.add_argument("--sample-rate", type=int, default=48000, metavar="HZ")
 
 
@@ -54,8 +59,23 @@ def run(args: argparse.Namespace) -> int:
         hz = pitch.hz(args.huangzhong * 2 ** inst.octave)
         if not 10 <= hz <= 0.45 * args.sample_rate:
             raise UserError(f"{pitch.name} on {inst.name} is {hz:.1f} Hz, outside what can be synthesised")
-    x = synth.note(inst.family, inst.synth, hz, args.velocity, args.duration, args.sample_rate,
-                   seed=synth.seed_of(inst.name, hz, args.velocity), lyric=args.lyric)
+    seed = synth.seed_of(inst.name, hz, args.velocity)
+    if inst.family == "voice":
+        count = args.voices if args.voices is not None else \
+            (inst.count if ensemble.is_ensemble(inst.family, inst.synth, inst.count) else 1)
+        if not 1 <= count <= 64:
+            raise UserError("voices must be 1..64", key="--voices")
+        try:
+            reading = voice.reading_of(args.lyric)
+        except ValueError as exc:
+            raise UserError(str(exc), key="--lyric") from None
+        x = voice.dry_ensemble(inst.synth, reading, hz, args.velocity, args.duration, args.sample_rate,
+                               seed, inst.name, count)
+    else:
+        if args.voices is not None:
+            raise UserError(f"{inst.name} is not a voice", key="--voices")
+        x = synth.note(inst.family, inst.synth, hz, args.velocity, args.duration, args.sample_rate,
+                       seed=seed, lyric=args.lyric)
     x = x * np.float32(10 ** (-1 / 20) * synth.velocity_gain(args.velocity)
                        / max(1e-9, float(np.abs(x).max())))
     try:

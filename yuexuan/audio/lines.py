@@ -1,0 +1,27 @@
+"""The reading of each sung, called or spoken syllable of a timeline, read in its line: a cue's
+syllables of one voice in time order (so that pypinyin's phrase table and the readings table of
+:mod:`yuexuan.audio.phonetics` see 周行, 和乐, 用乐 … as words)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from yuexuan.audio import phonetics
+from yuexuan.audio.phonetics import Reading
+from yuexuan.timeline import Note
+
+
+def readings(notes: Sequence[Note], families: Mapping[str, str]) -> dict[int, Reading]:
+    """{index into ``notes``: reading} for every voice note with a one-character lyric."""
+    lines: dict[tuple[str, str], list[int]] = {}
+    for j, n in enumerate(notes):
+        if families.get(n.instrument) == "voice" and n.lyric and len(n.lyric) == 1 \
+                and not n.lyric.isascii():
+            lines.setdefault((n.cue, n.instrument), []).append(j)
+    out: dict[int, Reading] = {}
+    for idx in lines.values():
+        idx.sort(key=lambda j: notes[j].time)
+        chars = "".join(notes[j].lyric or "" for j in idx)
+        for j, r in zip(idx, phonetics.read_line(chars)):
+            out[j] = r
+    return out
