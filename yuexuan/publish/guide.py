@@ -133,7 +133,9 @@ def index_html(timeline: Timeline, svg: str, vtt: str, audio_name: str | None) -
 </nav>
 </main>
 <footer><p><span lang="zh">由 yuexuan 生成；时间皆出自同一时间线（timeline.json）。</span>
-<span lang="en">Made by yuexuan; every time on this page comes from one timeline (<a href="timeline.json">timeline.json</a>, captions: <a href="captions.vtt">captions.vtt</a>).</span></p></footer>
+<span lang="en">Made by yuexuan; every time on this page comes from one timeline (<a href="timeline.json">timeline.json</a>, captions: <a href="captions.vtt">captions.vtt</a>).</span></p>
+<p><span lang="zh">歌者与呼者的字音按现代普通话合成，并非周代读音。</span>
+<span lang="en">The singers and callers pronounce the words in modern Standard Mandarin, not as they were spoken under the Zhou.</span></p></footer>
 <script type="application/json" id="timeline-data">{_json_for_script(to_dict(timeline))}</script>
 <script type="application/json" id="captions-data">{_json_for_script(vtt)}</script>
 <script src="app.js"></script>
