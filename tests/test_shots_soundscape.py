@@ -336,7 +336,7 @@ def test_render_follows_the_log(tmp_path):
 def test_a_hit_before_the_shejie_is_called(capsys, tmp_path):
     """A round-3 hit logged before the 射节 cue starts is called by the 获者 of its 侯 (he calls
     whatever the drum; the 释获者 holds back the 算, 不鼓不释): 3 s before it (the calls fall in the
-    gap after round3_quhou, which then ends at the 商's onset) and 1 s before it (the calls fall
+    gap after the cue before it, round3_mingyue (the officers' orders), which then ends at the 商's onset) and 1 s before it (the calls fall
     inside the 射节 cue). No warning; the saved timeline loads back (its notes inside their cues)."""
     from yuexuan.timeline import from_dict
 
@@ -351,6 +351,6 @@ def test_a_hit_before_the_shejie_is_called(capsys, tmp_path):
     huo = huo_pairs(calls(doc, "获者·干", set(cues)))
     got = [(g["time"], g["cue"], s["cue"]) for g, s in huo if start - 3.0 < g["time"] < start + 3.0]
     assert [t for t, _, _ in got] == pytest.approx([start - 1.5, start + 0.5])
-    assert [(a, b) for _, a, b in got] == [("round3_quhou", "round3_quhou"), ("lishou", "lishou")]
-    assert cues["round3_quhou"]["end"] == pytest.approx(start - 3.0 + 2.6)   # up to the 商's onset
-    assert cues["lishou"]["start"] == start and "获者·干" in cues["round3_quhou"]["instruments"]
+    assert [(a, b) for _, a, b in got] == [("round3_mingyue", "round3_mingyue"), ("lishou", "lishou")]
+    assert cues["round3_mingyue"]["end"] == pytest.approx(start - 3.0 + 2.6)   # up to the 商's onset
+    assert cues["lishou"]["start"] == start and "获者·干" in cues["round3_mingyue"]["instruments"]
