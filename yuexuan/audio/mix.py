@@ -60,15 +60,17 @@ def blocks(p: Plan, block: int, stems: bool = False,
                 for y in targets:
                     _add_scaled(y[2 * (a - b0):2 * (z - b0)], src, g, scratch)     # y += g·x
                 continue
-            mono = p.cache.get(p.keys[e])      # a mono take (16-bit): its taps added here, interleaved
+            mono = p.cache.get(p.keys[e])      # a mono take (16-bit): its taps added here
+            pair = scratch.reshape(-1, 2)
             for lag, left, right in taps:
                 ta, tz = max(s + lag, b0), min(s + lag + len(mono), b1)
                 if tz <= ta:
                     continue
-                seg = mono[ta - s - lag:tz - s - lag]
+                stereo = pair[:tz - ta]                  # (n, 2): the tap's left and right at once
+                np.multiply(mono[ta - s - lag:tz - s - lag, None],
+                            np.array([g * left / PCM16, g * right / PCM16], dtype=np.float32), out=stereo)
                 for y in targets:
-                    for ch, pan in ((0, left), (1, right)):
-                        _add_scaled(y[2 * (ta - b0) + ch:2 * (tz - b0):2], seg, g * pan / PCM16, scratch)
+                    y[2 * (ta - b0):2 * (tz - b0)] += stereo.reshape(-1)
         active = keep
         yield b0, mix, parts
 

@@ -114,11 +114,15 @@ class NoteCache:
         return math.inf if i == len(ends) else max(starts[i], self._now)
 
     def _evict(self, keep: Hashable) -> None:
-        while self._bytes > self._max and len(self._data) > 1:
-            if self._schedule is None:
-                victim = next(iter(self._data))
-            else:
-                victim = max((k for k in self._data if k != keep), key=self._next_use)
+        if self._bytes <= self._max:
+            return
+        if self._schedule is None:
+            order = [k for k in self._data if k != keep]            # least recently used first
+        else:                       # needed again last first; down to 90 % (fewer rounds of this)
+            order = sorted((k for k in self._data if k != keep), key=self._next_use, reverse=True)
+        for victim in order:
+            if self._bytes <= (0.9 * self._max if self._schedule is not None else self._max):
+                break
             self._bytes -= self._data.pop(victim).nbytes
 
     def prefetch(self, keys: Iterable[Hashable], workers: int = 2,
