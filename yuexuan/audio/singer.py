@@ -66,8 +66,11 @@ HALF_BAND /= HALF_BAND.sum()
 
 @lru_cache(maxsize=256)
 def _band(lo_hz: float, hi_hz: float, sample_rate: int) -> npt.NDArray[np.float64]:
+    """The band cut to what ``sample_rate`` holds: a band above 0.45 × the rate (a fricative's at
+    8 kHz) becomes its top third below that, so the consonant keeps a noise of its own."""
     hi = min(hi_hz, 0.45 * sample_rate)
-    return dsp.butter_bandpass_sos(2, lo_hz, hi, sample_rate)
+    lo = min(lo_hz, 0.3 * sample_rate)
+    return dsp.butter_bandpass_sos(2, lo, hi, sample_rate)
 
 
 @lru_cache(maxsize=64)
@@ -191,7 +194,7 @@ def render(reading: Reading, hz: float | None, held_s: float, velocity: int, sam
         out, full_voicing = low[:n], voicing[:n]
     core = out[lead:max(lead + 1, int(art.end_s * sample_rate))]
     rms = float(np.sqrt(np.mean(core * core))) or 1.0
-    if voice.high_band > 0:                        # the breath above 4 kHz, with the voicing
+    if voice.high_band > 0 and sample_rate > 9000:  # the breath above 4 kHz (none below 9 kHz rate)
         hb = _slice(_noise(sample_rate, (4000.0, 16000.0)), n, rng) * full_voicing
         hb *= np.float32(voice.high_band * rms)
         out += hb
