@@ -11,11 +11,13 @@ threads; an evicted waveform is rebuilt identically (synthesis is a pure functio
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
+import multiprocessing
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,6 +28,12 @@ from yuexuan.audio.phonetics import Reading
 
 VELOCITY_BUCKETS = (40, 80, 112)     # timbre is rendered at these velocities; gain is exact
 DURATION_STEP_S = 0.05               # sustained notes are cached per 50 ms of duration
+BATCH_KEYS = 8                       # waveforms a worker process builds per task (fewer round trips)
+
+# The makers handed to forked worker processes, by token: a closure cannot be pickled, but a forked
+# child has its parent's memory, so it is set here just before the fork and read there.
+_FORKED: dict[int, Callable[[Any], Any]] = {}
+_tokens = itertools.count()
 
 
 class NoteKey(NamedTuple):
@@ -84,19 +92,19 @@ def note_from_key(key: NoteKey, family: str, params: dict[str, Any],
 class NoteCache:
     """Bounded cache of rendered waveforms by :class:`NoteKey` (bytes limit ``max_bytes``).
 
-    ``make(key)`` builds a waveform on a miss; an evicted entry is rebuilt identically. With a
-    ``schedule`` ({key: (start samples, end samples) of its uses, in order}) and the mixer's
-    position (:meth:`advance`), the entry evicted is the one needed again last (Belady's rule:
-    an ensemble's many takes recur stanza after stanza, which least-recently-used would rebuild
-    every time); without one, the least recently used.
+    ``make(key)`` builds a waveform (anything with ``nbytes``) on a miss; an evicted entry is
+    rebuilt identically. With a ``schedule`` ({key: (start samples, end samples) of its uses, in
+    order}) and the mixer's position (:meth:`advance`), the entry evicted is the one needed again
+    last (Belady's rule: an ensemble's many takes recur stanza after stanza, which
+    least-recently-used would rebuild every time); without one, the least recently used.
     """
 
-    def __init__(self, make: Callable[[Any], npt.NDArray[np.float32]],
-                 max_bytes: int = 160 * 2 ** 20,
+    def __init__(self, make: Callable[[Any], Any],
+                 max_bytes: int = 192 * 2 ** 20,
                  schedule: dict[Hashable, tuple[list[int], list[int]]] | None = None) -> None:
         self._make = make
         self._max = max_bytes
-        self._data: OrderedDict[Hashable, npt.NDArray[np.float32]] = OrderedDict()
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()     # each with .nbytes
         self._bytes = 0
         self._schedule = schedule
         self._now = 0
@@ -126,27 +134,55 @@ class NoteCache:
             self._bytes -= self._data.pop(victim).nbytes
 
     def prefetch(self, keys: Iterable[Hashable], workers: int = 2,
-                 tick: Callable[[], None] | None = None) -> None:
-        """Build the missing waveforms of ``keys`` (in that order) on ``workers`` threads, while
-        they fit in the byte limit. The result is the same as building them on demand.
+                 tick: Callable[[], None] | None = None,
+                 group: Callable[[Any], Hashable] | None = None) -> None:
+        """Build the missing waveforms of ``keys`` (in that order) on ``workers`` forked processes
+        (threads where the platform cannot fork), while they fit in the byte limit. The result is
+        the same as building them on demand.
 
-        ``tick()`` is called in this thread after each waveform; if it raises, the waveforms not
-        yet started are cancelled and the exception goes on once the running ones end."""
+        Processes, not threads: the synthesis is many numpy calls on arrays of a second or so, and
+        two threads waiting on each other for the GIL were hardly faster than one. Keys with equal
+        ``group(key)`` are built in one task (one process: what they share is made once).
+        ``tick()`` is called in this thread after each task; if it raises, the tasks not yet
+        started are cancelled and the exception goes on once the running ones end."""
         todo = [k for k in dict.fromkeys(keys) if k not in self._data]
-        pool = ThreadPoolExecutor(max_workers=workers)
+        groups: dict[Hashable, list[Hashable]] = {}
+        for k in todo:
+            groups.setdefault(group(k) if group is not None else k, []).append(k)
+        tasks: list[list[Hashable]] = []
+        for ks in groups.values():            # small groups share a task, in order
+            if tasks and len(tasks[-1]) + len(ks) <= BATCH_KEYS:
+                tasks[-1].extend(ks)
+            else:
+                tasks.append(list(ks))
+        token = next(_tokens)
+        pool: Executor
+        if "fork" in multiprocessing.get_all_start_methods() and workers > 1 and len(tasks) > 1:
+            _FORKED[token] = self._make
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+            run: Callable[[list[Hashable]], list[Any]] = _ForkedTask(token)
+        else:
+            pool = ThreadPoolExecutor(max_workers=workers)
+            run = _ForkedTask(token, self._make)
         try:
-            for key, arr in zip(todo, pool.map(self._make, todo)):
+            full = False
+            for ks, arrs in zip(tasks, pool.map(run, tasks)):
                 if tick is not None:
                     tick()
-                if self._bytes + arr.nbytes > self._max:
+                for key, arr in zip(ks, arrs):
+                    if self._bytes + arr.nbytes > self._max:
+                        full = True
+                        break
+                    self._data[key] = arr
+                    self._bytes += arr.nbytes
+                    self.misses += 1
+                if full:
                     break
-                self._data[key] = arr
-                self._bytes += arr.nbytes
-                self.misses += 1
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            _FORKED.pop(token, None)
 
-    def get(self, key: Hashable) -> npt.NDArray[np.float32]:
+    def get(self, key: Hashable) -> Any:
         arr = self._data.get(key)
         if arr is not None:
             self._data.move_to_end(key)
@@ -158,6 +194,21 @@ class NoteCache:
         self._bytes += arr.nbytes
         self._evict(key)
         return arr
+
+
+class _ForkedTask:
+    """Build a list of keys with the maker of ``token`` (in a forked child) or ``make``."""
+
+    def __init__(self, token: int, make: Callable[[Any], Any] | None = None) -> None:
+        self.token = token
+        self.make = make
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"token": self.token, "make": None}      # the child finds its maker in _FORKED
+
+    def __call__(self, keys: list[Hashable]) -> list[Any]:
+        make = self.make if self.make is not None else _FORKED[self.token]
+        return [make(k) for k in keys]
 
 
 class Recent:

@@ -25,7 +25,6 @@ from yuexuan.rite.courtyard import Listener
 from yuexuan.rite.instruments import FAMILIES
 from yuexuan.timeline import Timeline
 
-PCM16 = 32767.0 / 8            # an ensemble singer's cached take in 16-bit PCM: level 1, peaks to 8
 TAIL = -2                      # the NoteKey singer of an ensemble's shared diffuse tail
 TAKES_BYTES = 16 * 2 ** 20     # an ensemble's dry singer takes kept for its tail and its seats
 TARGET_LUFS = -16.0
@@ -55,6 +54,27 @@ class Body(NamedTuple):
     level: float                       # its amplitude at 1 m, Pa (power.source_level)
     performers: int = 1                # its count (an ensemble's singers sound each)
     facing: str = ""                   # 北 东 南 西: the row of an ensemble runs across it
+
+
+class Pcm(NamedTuple):
+    """A cached waveform in 16-bit PCM, full scale at its own peak (96 dB under it: half the bytes
+    of float32, so the whole ceremony's waveforms stay cached): ``samples × unit`` is its value,
+    mono (n,) or stereo (n, 2)."""
+
+    samples: npt.NDArray[np.int16]
+    unit: float
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.samples.nbytes)
+
+
+def to_pcm(x: npt.NDArray[np.float32]) -> Pcm:
+    """``x`` as :class:`Pcm` (rounded to the nearest step)."""
+    peak = float(np.max(np.abs(x))) if x.size else 0.0
+    unit = peak / 32767.0 if peak > 0 else 1.0
+    y = np.multiply(x, np.float32(1.0 / unit), dtype=np.float32)
+    return Pcm(np.rint(y, out=y).astype(np.int16), unit)
 
 
 class PlacedKey(NamedTuple):
@@ -139,13 +159,20 @@ class Plan:
     inst: npt.NDArray[np.integer[Any]]                   # int index into names
     names: list[str]                   # instrument names with events, timeline order
     total: int                         # samples in the file
-    cache: notecache.NoteCache
+    cache: notecache.NoteCache         # of :class:`Pcm` by :class:`PlacedKey`
     taps: dict[int, tuple[space.Tap, ...]] = field(default_factory=dict)
     # events whose waveform is a mono take heard through these taps (an ensemble's singers), by index
 
     @property
     def duration_s(self) -> float:
         return self.total / self.sample_rate
+
+    @staticmethod
+    def group(key: PlacedKey) -> notecache.NoteKey:
+        """What a cached waveform shares with others when made: one note's mono (its placements),
+        one syllable's takes (its singers and their tail)."""
+        return key.note._replace(singer=0) if key.note.singer >= 0 or key.note.singer == TAIL \
+            else key.note
 
 
 def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listener],
@@ -233,14 +260,14 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
     mono = SharedMono(synthesise, [k for k in keys if k.note.singer < 0])
     takes = notecache.Recent(synthesise, TAKES_BYTES)
 
-    def make(key: PlacedKey) -> npt.NDArray[np.float32]:
-        if key.note.singer >= 0:           # one singer of an ensemble: mono, his seat's taps in the mix,
-            x = takes(key.note)             # kept as 16-bit PCM (78 dB under its peaks, half the bytes)
-            return np.round(np.clip(x * PCM16, -32767, 32767)).astype(np.int16)
+    def make(key: PlacedKey) -> Pcm:
+        if key.note.singer >= 0:           # one singer of an ensemble: mono, his seat's taps in the mix
+            return to_pcm(takes(key.note))
         if key.note.singer == TAIL:
-            return tail.apply(placements[key.place].tail, mono(key.note), sr,
-                              len(takes(key.note._replace(singer=0))) + placements[key.place].length_extra)
-        return space.spatialise(mono(key.note), placements[key.place], sr)
+            return to_pcm(tail.apply(placements[key.place].tail, mono(key.note), sr,
+                                     len(takes(key.note._replace(singer=0)))
+                                     + placements[key.place].length_extra))
+        return to_pcm(space.spatialise(mono(key.note), placements[key.place], sr))
 
     schedule: dict[Hashable, tuple[list[int], list[int]]] = {}
     for i in order:

@@ -2,14 +2,15 @@
 
 Streaming, in two passes over fixed-size blocks (never the whole ceremony in memory):
 
-1. the plan (:mod:`yuexuan.audio.plan`) places every note; blocks of the mix
-   (:mod:`yuexuan.audio.mix`) are measured (:class:`~yuexuan.audio.loudness.LoudnessMeter`) and
-   spooled as float32 to an anonymous temporary file (gone with the process, however it ends);
-2. the gain pass reads the spool back, scales it to the loudness target, passes it through the
-   look-ahead true-peak limiter, measures it again and writes it (:mod:`yuexuan.audio.output`) to a
-   temporary file beside the target, renamed on success. Stems are mixed again block by block
-   (the renderer is deterministic) with the same gain and limiter envelope, so they add up to the
-   mix sample for sample.
+1. the plan (:mod:`yuexuan.audio.plan`) places every note; its waveforms are synthesised into the
+   plan's cache; blocks of the mix (:mod:`yuexuan.audio.mix`) are measured
+   (:class:`~yuexuan.audio.loudness.LoudnessMeter`);
+2. the gain pass mixes the blocks again (the renderer is deterministic: the same samples; cheaper
+   than spooling them, which cost 2.4 s of writing for the whole ceremony's 590 MB), scales them to
+   the loudness target, passes them through the look-ahead true-peak limiter, measures them again
+   and writes them (:mod:`yuexuan.audio.output`) to a temporary file beside the target, renamed on
+   success. Stems are mixed in the same blocks with the same gain and limiter envelope, so they add
+   up to the mix sample for sample.
 
 Then the chapter sidecars (:mod:`yuexuan.formats.captions`).
 """
@@ -18,11 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -106,51 +106,49 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
 
-    # pass 1: mix, measure, spool (an unlinked file: nothing is left behind, however we stop)
+    # pass 1: mix and measure
     # one K-weighting meter per channel, each on its own worker thread (BS.1770 adds the
     # channels' mean squares, so per-channel hop energies simply add)
     meters = [loudness.LoudnessMeter(sr, channels=1) for _ in range(2)]
     states: list[list[npt.NDArray[np.floating[Any]]]] = [[], []]
     m = _Measured(np.zeros(0), [], [])
 
-    def measure(c: int, mix: npt.NDArray[np.float32], spool: IO[bytes] | None = None) -> None:
+    def measure(c: int, mix: npt.NDArray[np.float32]) -> None:
         states[c].append(meters[c].zi.copy())
         meters[c].feed(mix[:, c:c + 1])
-        if spool is not None:
-            spool.write(mix.tobytes())
+        if c == 1:
             m.hop_peaks.append(gainfit.chunk_stats(mix, hop))
 
-    p.cache.prefetch(p.keys, tick=checkpoint)
-    with tempfile.TemporaryFile(dir=out_path.parent) as spool:
-        with output.Pipe() as left, output.Pipe() as right:
-            for k, (_, mix, _) in enumerate(blocks(p, block)):
-                checkpoint()
-                m.peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
-                left.submit(measure, 0, mix)
-                right.submit(measure, 1, mix, spool)
-                if progress:
-                    progress((k + 1) / nblocks / 2, "mix")
-        m.hops = meters[0].hops + meters[1].hops
-        m.states = [np.concatenate(z, axis=2) for z in zip(*states)]
-        # the gain that the limiter's loss, predicted from each hop's peak, leaves at the target
-        # (yuexuan/audio/gainfit.py); then corrections from the measured passes
-        hop_peaks = np.concatenate(m.hop_peaks)[:len(m.hops)] if m.hop_peaks else np.zeros((0, 2, 1))
-        ceiling = 10 ** ((options.ceiling_dbtp - LIMITER_MARGIN_DB) / 20)
-        gain_db = gainfit.first_gain_db(m.hops, hop_peaks, options.target_lufs, ceiling)
-        measured: list[tuple[float, float]] = []
-        passes = 0
-        while True:
-            passes += 1
-            rep = _gain_pass(p, spool, out_path, fmt, subtype, 10 ** (gain_db / 20), options, block, m,
-                             Path(stems_dir) if stems_dir else None,
-                             (lambda f: progress(0.5 + f / 2, "level")) if progress else None,
-                             checkpoint)
-            off = options.target_lufs - rep.loudness_lufs
-            if not math.isfinite(off) or abs(off) <= LOUDNESS_TOLERANCE_LU \
-                    or passes >= MAX_GAIN_PASSES:
-                break
-            measured.append((gain_db, rep.loudness_lufs))
-            gain_db = gainfit.next_gain_db(measured, options.target_lufs, m.hops, hop_peaks, ceiling)
+    p.cache.prefetch(p.keys, tick=checkpoint, group=p.group)
+    with output.Pipe() as left, output.Pipe() as right:
+        for k, (_, mix, _) in enumerate(blocks(p, block)):
+            checkpoint()
+            m.peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
+            left.submit(measure, 0, mix)
+            right.submit(measure, 1, mix)
+            if progress:
+                progress((k + 1) / nblocks / 2, "mix")
+    m.hops = meters[0].hops + meters[1].hops
+    m.states = [np.concatenate(z, axis=2) for z in zip(*states)]
+    # the gain that the limiter's loss, predicted from each hop's peak, leaves at the target
+    # (yuexuan/audio/gainfit.py); then corrections from the measured passes
+    hop_peaks = np.concatenate(m.hop_peaks)[:len(m.hops)] if m.hop_peaks else np.zeros((0, 2, 1))
+    ceiling = 10 ** ((options.ceiling_dbtp - LIMITER_MARGIN_DB) / 20)
+    gain_db = gainfit.first_gain_db(m.hops, hop_peaks, options.target_lufs, ceiling)
+    measured: list[tuple[float, float]] = []
+    passes = 0
+    while True:
+        passes += 1
+        rep = _gain_pass(p, out_path, fmt, subtype, 10 ** (gain_db / 20), options, block, m,
+                         Path(stems_dir) if stems_dir else None,
+                         (lambda f: progress(0.5 + f / 2, "level")) if progress else None,
+                         checkpoint)
+        off = options.target_lufs - rep.loudness_lufs
+        if not math.isfinite(off) or abs(off) <= LOUDNESS_TOLERANCE_LU \
+                or passes >= MAX_GAIN_PASSES:
+            break
+        measured.append((gain_db, rep.loudness_lufs))
+        gain_db = gainfit.next_gain_db(measured, options.target_lufs, m.hops, hop_peaks, ceiling)
     rep.notes = len(p.starts)
     rep.passes = passes
     rep.cache_misses = p.cache.misses
@@ -159,10 +157,10 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     return rep
 
 
-def _gain_pass(p: Plan, spool: IO[bytes], out_path: Path, fmt: str, subtype: str, gain: float,
+def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float,
                options: Options, block: int, m: _Measured, stems_dir: Path | None,
                progress: Callable[[float], None] | None, checkpoint: Callable[[], None]) -> Report:
-    """Scale the spooled mix, limit, write; loudness from pass 1's hops × gain², re-measured only
+    """Mix again, scale, limit, write; loudness from pass 1's hops × gain², re-measured only
     where the limiter acted (and one block after, while the K-filter forgets)."""
     sr = p.sample_rate
     ceiling = 10 ** ((options.ceiling_dbtp - LIMITER_MARGIN_DB) / 20)
@@ -179,14 +177,12 @@ def _gain_pass(p: Plan, spool: IO[bytes], out_path: Path, fmt: str, subtype: str
     tp = loudness.TruePeakMeter(floor=min(max(m.peaks, default=0.0) * gain * 0.999, ceiling))
     limited = 0
     carry = None                       # K-filter state of the limited output, while it differs
-    frame_bytes = 2 * 4
     silence = np.zeros((0, 2), np.float32)
-    spool.seek(0)
+    mixed = blocks(p, block, stems=stems_dir is not None)
 
-    def read_block(k: int) -> npt.NDArray[np.float32]:
-        n = min(block, p.total - k * block)
-        data = spool.read(n * frame_bytes)
-        return np.frombuffer(data, dtype=np.float32).reshape(n, 2) * np.float32(gain)
+    def read_block() -> tuple[npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]]]:
+        _, mix, parts = next(mixed)
+        return mix * np.float32(gain), parts or {}      # a new array: the mixer reuses its own
 
     stem_paths = [output.stem_path(stems_dir, n, out_path.suffix) for n in p.names] \
         if stems_dir is not None else []
@@ -216,13 +212,12 @@ def _gain_pass(p: Plan, spool: IO[bytes], out_path: Path, fmt: str, subtype: str
                     part *= g[:, None]
                 f.write(output.to_pcm16(part))
 
-        stem_blocks = blocks(p, block, stems=True, mix_too=False) if stem_files else None
-        nxt = read_block(0) if nblocks else silence
+        nxt, nxt_parts = read_block() if nblocks else (silence, {})
         prev_tail = np.zeros((lead, 2), np.float32)
         for k in range(nblocks):
             checkpoint()
-            cur = nxt
-            nxt = read_block(k + 1) if k + 1 < nblocks else silence
+            cur, parts = nxt, nxt_parts
+            nxt, nxt_parts = read_block() if k + 1 < nblocks else (silence, {})
             g = None
             if max(m.peaks[max(0, k - 1):k + 2]) * gain * search > ceiling:
                 head = nxt[:lead]
@@ -238,7 +233,6 @@ def _gain_pass(p: Plan, spool: IO[bytes], out_path: Path, fmt: str, subtype: str
                 carry = zi if g is not None else None
             if g is not None:
                 limited += int(np.count_nonzero(g < 0.999))
-            parts = (next(stem_blocks)[2] or {}) if stem_blocks is not None else {}
             writer.submit(write, y, parts, g)
             peak_meter.submit(tp.feed, y)
             if progress:
