@@ -123,7 +123,7 @@ class Output:
         self._inputs_lost = False           # their dead clients not yet deleted
         if api == "jack":
             try:
-                self._server = jack_server.ServerWatch(_quiet_stderr)
+                self._server = jack_server.ServerWatch()
             except (ImportError, OSError, RuntimeError) as exc:   # no JACK-Client, libjack, server
                 self._out.delete()
                 if self._watch is not None:
