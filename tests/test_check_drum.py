@@ -80,6 +80,23 @@ def test_strokes_are_recovered(live, live_candidates, plan):
     assert np.abs(found - (truth_tl - rec_start_tl)).max() < 0.003     # s
 
 
+def test_attack_is_the_direct_sound_not_its_reflection():
+    """An envelope as a hall gives it (samples at 16 kHz, above the level before the stroke): a
+    stone's onset that dies back to the floor, then the drum's direct sound rising to 3.5 over
+    3 ms, a dip to 1.5, and its reflection rising to the hump's top, 8. The attack is the direct
+    sound's rise through 25 % of the top (2.0, at 100 + 48 · 2/3.5 samples), not the
+    reflection's after the dip, nor the stone's."""
+    x = np.zeros(400)
+    x[20:40] = np.linspace(0.0, 3.0, 20)                    # the stone: up to 3.0 …
+    x[40:60] = np.linspace(3.0, -0.5, 20)                   # … and back under the floor
+    x[100:149] = np.linspace(0.0, 3.5, 49)                  # the direct sound
+    x[149:160] = np.linspace(3.5, 1.5, 11)
+    x[160:261] = np.linspace(1.5, 8.0, 101)                 # the reflection, 9.4 ms later
+    x[261:] = np.linspace(8.0, 2.0, 139)
+    base = 0.01
+    assert band.rise_start(x + base, base) == pytest.approx(100 + 48 * 2.0 / 3.5, abs=0.5)
+
+
 def test_alignment_follows_a_drift_of_over_half_a_beat(live, live_candidates, plan):
     path, truth_tl, rec_start_tl = live
     al = finder.strokes(live_candidates, plan).alignment
