@@ -132,7 +132,9 @@ def test_chapters_sidecars(lishou, default_timeline):
 
 
 def test_render_is_deterministic(lishou, tmp_path):
-    """Rendering again (without stems, through the library) gives the same bytes."""
+    """Rendering again (without stems, through the library) gives the same bytes: the fixture's
+    render (stems: one process, libsndfile) and this one (WAV without stems: two processes writing
+    their halves into one file, yuexuan/audio/passes.py) agree sample for sample."""
     from yuexuan.compiler import compile_file
     _, out, _ = lishou
     again = tmp_path / "lishou.wav"

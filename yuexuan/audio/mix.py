@@ -15,10 +15,11 @@ RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more
 
 
 def blocks(p: Plan, block: int, stems: bool = False,
-           mix_too: bool = True,
+           mix_too: bool = True, first: int = 0, stop: int | None = None,
            ) -> Iterator[tuple[int, npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]] | None]]:
-    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block
-    (with ``mix_too`` False the mix is left silent: for a caller that has it already).
+    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block,
+    blocks ``first`` to ``stop`` (exclusive; None: the end) (with ``mix_too`` False the mix is left
+    silent: for a caller that has it already).
 
     The mix arrays are reused after :data:`RING` blocks (no fresh pages per block); a consumer
     must be done with a block before it asks for the RING-th next one.
@@ -28,7 +29,8 @@ def blocks(p: Plan, block: int, stems: bool = False,
     active: list[int] = []
     ring = [np.zeros((block, 2), dtype=np.float32) for _ in range(RING)]
     scratch = np.empty(2 * block, dtype=np.float32)
-    for k, b0 in enumerate(range(0, p.total, block)):
+    end = p.total if stop is None else min(p.total, stop * block)
+    for k, b0 in enumerate(range(first * block, end, block)):
         b1 = min(p.total, b0 + block)
         while nxt < nev and p.starts[nxt] < b1:
             active.append(nxt)

@@ -3,6 +3,8 @@ thread that encodes while the main thread mixes."""
 
 from __future__ import annotations
 
+import os
+import struct
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,6 +41,28 @@ def to_pcm16(x: npt.NDArray[np.float32]) -> npt.NDArray[np.int16]:
     np.rint(y, out=y)
     np.clip(y, -32768, 32767, out=y)
     return y.astype(np.int16)
+
+
+WAV_HEADER_BYTES = 44
+
+
+def wav_header(frames: int, sample_rate: int, channels: int = 2) -> bytes:
+    """The canonical 44-byte header (RIFF, ``fmt `` of PCM, ``data``) of a 16-bit PCM WAV file of
+    ``frames`` frames. Hand-written (the layout of the RIFF/WAVE format, 16 bytes of ``fmt ``):
+    two processes write one file at known offsets, which libsndfile cannot share."""
+    data = frames * channels * 2
+    if 36 + data >= 2 ** 32:
+        raise ValueError(f"{frames} frames are too many for a WAV file (4 GiB)")
+    return struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + data, b"WAVE", b"fmt ", 16, 1, channels,
+                       sample_rate, sample_rate * channels * 2, channels * 2, 16, b"data", data)
+
+
+def pwrite_all(fd: int, data: npt.NDArray[np.int16] | bytes, offset: int) -> None:
+    """Write all of ``data`` at byte ``offset`` of the open file ``fd`` (its position unmoved)."""
+    view = (data.data if isinstance(data, np.ndarray) else memoryview(data)).cast("B")
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
 
 
 def stem_path(stems_dir: Path, name: str, suffix: str) -> Path:

@@ -1,0 +1,152 @@
+"""The renderer's two passes over a stretch of blocks (:mod:`yuexuan.audio.render` runs them, the
+stretches in forked processes where it can).
+
+A stretch that does not start at block 0 first mixes the block before it (the "pre-roll"), not
+counted: the K-filters and the true-peak meter settle on it (their memory of earlier blocks has
+decayed far below float32 precision within one block of ~1.4 s), and the limiter takes its look-back
+from it. Only the re-measured loudness of a limited block right after a limited pre-roll block
+may differ from one stretch (by far less than 0.001 LU): its K-filter state starts from pass 1's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from yuexuan.audio import gainfit, loudness, output
+from yuexuan.audio.mix import blocks, limiter_gain
+from yuexuan.audio.plan import Plan
+
+LIMITER_WINDOW_S = 0.004       # gain falls over 2 windows before a peak and recovers after
+
+Progress = Callable[[float], None] | None
+#: where pass 2 puts block k: (k, mix (n, 2) float32 at its gain, limited, ±1 full scale;
+#: {instrument index: its stem part, unscaled}; the limiter's gain or None)
+Sink = Callable[[int, npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]],
+                 npt.NDArray[np.floating[Any]] | None], None]
+
+
+@dataclass
+class Measured:
+    """What pass 1 learnt of the unscaled mix, per block of a stretch."""
+
+    hops: npt.NDArray[np.float64]                   # K-weighted mean square per 100 ms hop
+    states: list[npt.NDArray[np.floating[Any]]]     # K-filter state at the start of each block (2)
+    peaks: list[float]                              # sample peak of each block
+    # per block, each 100 ms hop's 10 ms chunks: (hops, 2 (energy, sample peak), 10), gainfit.py
+    hop_peaks: list[npt.NDArray[np.float64]] = field(default_factory=list)
+
+
+def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None],
+            progress: Progress = None) -> Measured:
+    """Pass 1 over blocks ``k0`` to ``k1`` (exclusive): mix and measure. One K-weighting meter per
+    channel, each on its own worker thread (BS.1770 adds the channels' mean squares)."""
+    sr = p.sample_rate
+    hop = loudness.hop_samples(sr)
+    first = max(0, k0 - 1)
+    meters = [loudness.LoudnessMeter(sr, channels=1) for _ in range(2)]
+    states: list[list[npt.NDArray[np.floating[Any]]]] = [[], []]
+    m = Measured(np.zeros(0), [], [])
+
+    def feed(c: int, mix: npt.NDArray[np.float32], counted: bool) -> None:
+        if counted:
+            states[c].append(meters[c].zi.copy())
+        meters[c].feed(mix[:, c:c + 1])
+        if c == 1 and counted:
+            m.hop_peaks.append(gainfit.chunk_stats(mix, hop))
+
+    with output.Pipe() as left, output.Pipe() as right:
+        for k, (_, mix, _) in enumerate(blocks(p, block, first=first, stop=k1), start=first):
+            checkpoint()
+            if k >= k0:
+                m.peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
+            left.submit(feed, 0, mix, k >= k0)
+            right.submit(feed, 1, mix, k >= k0)
+            if progress:
+                progress((k - first + 1) / (k1 - first))
+    skip = (k0 - first) * (block // hop)
+    m.hops = (meters[0].hops + meters[1].hops)[skip:]
+    m.states = [np.concatenate(z, axis=2) for z in zip(*states)] if states[0] else []
+    return m
+
+
+def joined(parts: list[Measured]) -> Measured:
+    """The measurements of consecutive stretches as one."""
+    return Measured(np.concatenate([q.hops for q in parts]),
+                    [z for q in parts for z in q.states],
+                    [v for q in parts for v in q.peaks], [h for q in parts for h in q.hop_peaks])
+
+
+@dataclass
+class Levelled:
+    """What pass 2 measured of its stretch."""
+
+    hops: dict[int, npt.NDArray[np.floating[Any]]]  # re-measured hops, by block (limited ones)
+    limited: int                                    # samples the limiter pulled down
+    peak: float                                     # true peak (linear) of the stretch
+
+
+def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m: Measured,
+          sink: Sink, checkpoint: Callable[[], None], progress: Progress = None,
+          stems: bool = False) -> Levelled:
+    """Pass 2 over blocks ``k0`` to ``k1``: mix again (the mixer is deterministic), scale by
+    ``gain``, limit to ``ceiling`` (linear), re-measure the loudness where the limiter acted, meter
+    the true peak and hand each block to ``sink`` (in order, on a worker thread). ``m``: pass 1's
+    measurements of every block."""
+    sr = p.sample_rate
+    window = max(1, int(LIMITER_WINDOW_S * sr))
+    lead = 2 * window + loudness.TAPS_PER_PHASE
+    hop = loudness.hop_samples(sr)
+    sos = loudness.k_weighting_sos(sr)
+    nblocks = len(m.peaks)
+    search = 10 ** (loudness.TP_SEARCH_DB / 20)
+    # the sample peak (or, if limiting will happen, the ceiling) bounds the true peak from below:
+    # only chunks within TP_SEARCH_DB of it are oversampled
+    tp = loudness.TruePeakMeter(floor=min(max(m.peaks, default=0.0) * gain * 0.999, ceiling))
+    out = Levelled({}, 0, 0.0)
+    carry = None                       # K-filter state of the limited output, while it differs
+    silence = np.zeros((0, 2), np.float32)
+    first = max(0, k0 - 1)
+    mixed = blocks(p, block, stems=stems, first=first, stop=min(nblocks, k1 + 1))
+
+    def read_block() -> tuple[npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]]]:
+        _, mix, parts = next(mixed)
+        return mix * np.float32(gain), parts or {}      # a new array: the mixer reuses its own
+
+    with output.Pipe() as writer, output.Pipe() as peak_meter:
+        nxt, nxt_parts = read_block()
+        prev_tail = np.zeros((lead, 2), np.float32)
+        for k in range(first, k1):
+            checkpoint()
+            cur, parts = nxt, nxt_parts
+            nxt, nxt_parts = read_block() if k + 1 < nblocks else (silence, {})
+            g = None
+            if max(m.peaks[max(0, k - 1):k + 2]) * gain * search > ceiling:
+                head = nxt[:lead]
+                if len(head) < lead:
+                    head = np.concatenate([head, np.zeros((lead - len(head), 2), np.float32)])
+                g = limiter_gain(np.concatenate([prev_tail, cur, head]), ceiling, window, lead)
+            y = cur if g is None else cur * g[:, None]
+            prev_tail = np.concatenate([prev_tail, cur])[-lead:]
+            if g is not None or carry is not None:
+                zi = carry if carry is not None else m.states[k] * gain
+                sq, zi = loudness.k_hops(y, sos, zi, hop)
+                if k >= k0:
+                    out.hops[k] = sq
+                carry = zi if g is not None else None
+            peak_meter.submit(tp.feed, y)
+            if k < k0:
+                continue
+            if g is not None:
+                out.limited += int(np.count_nonzero(g < 0.999))
+            writer.submit(sink, k, y, parts, g)
+            if progress:
+                progress((k - k0 + 1) / (k1 - k0))
+    if k1 >= nblocks:
+        tp.flush()
+    out.peak = tp.peak
+    return out
