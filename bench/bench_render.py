@@ -28,7 +28,7 @@ SF2 = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 
 # Child that runs one whole command and reports its wall time and peak memory: RUSAGE_CHILDREN's
 # largest resident set of any one process of the command, and the peak of the whole process tree's
-# proportional set size (Linux /proc/PID/smaps_rollup, polled every 20 ms: the render forks workers
+# proportional set size (Linux /proc/PID/smaps_rollup, polled every 0.2 s: the render forks workers
 # that share its pages, which the largest resident set alone would leave out, and a sum of resident
 # sets would count twice).
 TIMED = """
@@ -59,7 +59,7 @@ proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subproce
 peak = 0
 while proc.poll() is None:
     peak = max(peak, sum(pss_kb(p) for p in tree(proc.pid)))
-    time.sleep(0.02)
+    time.sleep(0.2)
 dt = time.perf_counter() - t0
 assert proc.returncode == 0, proc.returncode
 print(json.dumps({"seconds": dt, "tree_pss_mb": peak / 1024,

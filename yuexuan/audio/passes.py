@@ -2,10 +2,11 @@
 stretches in forked processes where it can).
 
 A stretch that does not start at block 0 first mixes the block before it (the "pre-roll"), not
-counted: the K-filters and the true-peak meter settle on it (their memory of earlier blocks has
-decayed far below float32 precision within one block of ~1.4 s), and the limiter takes its look-back
-from it. Only the re-measured loudness of a limited block right after a limited pre-roll block
-may differ from one stretch (by far less than 0.001 LU): its K-filter state starts from pass 1's.
+counted: the K-filters and the true-peak meter settle on it, and the limiter takes its look-back
+from it. The file written is the same, byte for byte, as one stretch's; the loudness measured may
+differ in its last bits (1e-7 LU seen: the K-filters' float32 state after the pre-roll), and the
+re-measured loudness of a limited block right after a limited pre-roll block starts from pass 1's
+filter state.
 """
 
 from __future__ import annotations

@@ -96,17 +96,17 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     p.cache.prefetch(p.keys, tick=checkpoint, group=p.group)
-    # two stretches of blocks, the second in a forked child, where the output is a WAV file (which
-    # both can write at known offsets) and no stems are made; else one, here
-    split = forked.available() and fmt == "WAV" and stems_dir is None and nblocks >= SPLIT_MIN_BLOCKS \
+    # pass 1 (mix and measure) in two stretches of blocks, the second in a forked child; pass 2
+    # too where the output is a WAV file (which both can write at known offsets) and no stems are
+    # made; else it runs here (one FLAC encoder, the stems' files)
+    halves = forked.available() and nblocks >= SPLIT_MIN_BLOCKS
+    split = halves and fmt == "WAV" and stems_dir is None \
         and output.WAV_HEADER_BYTES + 4 * p.total < 2 ** 32
-    half = nblocks // 2 if split else nblocks
-
-    # pass 1: mix and measure
+    half = nblocks // 2 if halves else nblocks
     m = passes.joined(_both(
         lambda: passes.measure(p, block, 0, half, checkpoint,
                                (lambda f: progress(f / 2, "mix")) if progress else None),
-        (lambda: passes.measure(p, block, half, nblocks, _nothing)) if split else None))
+        (lambda: passes.measure(p, block, half, nblocks, _nothing)) if halves else None))
     # the gain that the limiter's loss, predicted from each hop's peak, leaves at the target
     # (yuexuan/audio/gainfit.py); then corrections from the measured passes
     hop_peaks = np.concatenate(m.hop_peaks)[:len(m.hops)] if m.hop_peaks else np.zeros((0, 2, 1))
