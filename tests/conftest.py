@@ -10,6 +10,8 @@ clock, one after another at raised priority (see :func:`pytest_runtest_setup`).
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -42,6 +44,8 @@ SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond", "test_voices_hnr_beside
 REALTIME_FIXTURES = {"jack", "jack_restartable"}
 REALTIME_UNIT = "@realtime"         # the suffix of their node ids (as xdist's loadgroup marks a group)
 REALTIME_NICE = -15
+NUMBA_SEED = Path(sys.prefix) / "numba-cache" / "seed"      # tests/warm_numba.py
+_WARMING = pytest.StashKey[subprocess.Popen]()
 
 
 def pytest_configure(config):
@@ -49,7 +53,9 @@ def pytest_configure(config):
     # sources, an index a function: two xdist workers compiling one function at once overwrite
     # each other's entries, and one then runs the other's code (seen: a segfault in
     # librosa.util.peak_pick on a fresh venv). Each worker, and the commands it runs, has a cache
-    # folder of its own, kept in the venv as numba's own is.
+    # folder of its own, kept in the venv as numba's own is; it starts as a copy of the seed that
+    # tests/warm_numba.py compiles once, in the background, while the workers begin (each worker
+    # compiled the same 25-35 s of CPU before).
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and "NUMBA_CACHE_DIR" not in os.environ:
         folder = Path(sys.prefix) / "numba-cache" / worker
@@ -58,8 +64,31 @@ def pytest_configure(config):
         except OSError:                              # a read-only Python
             folder = Path(tempfile.mkdtemp(prefix=f"numba-{worker}-"))
         os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    elif not worker and getattr(config.option, "numprocesses", None) \
+            and not (NUMBA_SEED / "ready").exists() and os.access(sys.prefix, os.W_OK):
+        config.stash[_WARMING] = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "warm_numba.py")], cwd=ROOT,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # the tests read the packaged data, whatever the host has set
     os.environ.pop("YUEXUAN_DATA", None)
+
+
+def pytest_unconfigure(config):
+    warming = config.stash.get(_WARMING, None)
+    if warming is not None and warming.poll() is None:
+        warming.kill()                  # no seed: the next run compiles it again
+        warming.wait()
+        shutil.rmtree(NUMBA_SEED.with_name(f"seed.{warming.pid}"), ignore_errors=True)
+
+
+def _seed_numba_cache() -> None:
+    """Copy the seed into this worker's numba cache while the worker has compiled nothing yet."""
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    if not folder or os.environ.get("_YUEXUAN_NUMBA_SEEDED") or not (NUMBA_SEED / "ready").exists():
+        return
+    os.environ["_YUEXUAN_NUMBA_SEEDED"] = "1"
+    if not any(Path(folder).iterdir()):
+        shutil.copytree(NUMBA_SEED, folder, dirs_exist_ok=True)
 
 
 def system_tool(item) -> str | None:
@@ -137,6 +166,7 @@ def _nice(value: int) -> None:
 def pytest_runtest_setup(item):
     """A realtime test, and everything it starts (jackd, the player, the recorder), at raised
     priority: before its fixtures, so that a JACK server it starts inherits it too."""
+    _seed_numba_cache()
     if is_realtime(item):
         _nice(REALTIME_NICE)
 
