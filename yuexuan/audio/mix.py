@@ -68,10 +68,12 @@ def blocks(p: Plan, block: int, stems: bool = False,
                 ta, tz = max(s + lag, b0), min(s + lag + len(mono), b1)
                 if tz <= ta:
                     continue
+                part = scratch[:tz - ta]
                 for c, gc in ((0, left), (1, right)):
-                    _add_scaled(None, mono[ta - s - lag:tz - s - lag], g * gc, scratch)
+                    np.multiply(mono[ta - s - lag:tz - s - lag], np.float32(g * gc), out=part,
+                                dtype=np.float32)
                     for y in targets:
-                        y[ta - b0:tz - b0, c] += scratch[:tz - ta]
+                        y[ta - b0:tz - b0, c] += part
         active = keep
         yield b0, mix, parts
 
@@ -108,15 +110,13 @@ def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
     return g if float(g.min()) < 1.0 else None
 
 
-def _add_scaled(dst: npt.NDArray[np.float32] | None, src: npt.NDArray[Any], g: float,
+def _add_scaled(dst: npt.NDArray[np.float32], src: npt.NDArray[Any], g: float,
                 scratch: npt.NDArray[np.float32]) -> None:
     """dst += g · src in float32, through ``scratch`` (no allocation; numpy, not BLAS: importing
-    scipy.linalg cost 0.2 s of a render's start, and numpy's two passes were faster here); with
-    ``dst`` None, only ``scratch[:len(src)] = g · src``."""
+    scipy.linalg cost 0.2 s of a render's start, and numpy's two passes were faster here)."""
     tmp = scratch[:len(src)]
     np.multiply(src, np.float32(g), out=tmp, dtype=np.float32)
-    if dst is not None:
-        dst += tmp
+    dst += tmp
 
 
 def _moving_min(x: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import synth, voice
+from yuexuan.audio import forked, synth, voice
 from yuexuan.audio.phonetics import Reading
 
 VELOCITY_BUCKETS = (40, 80, 112)     # timbre is rendered at these velocities; gain is exact
@@ -157,7 +157,7 @@ class NoteCache:
                 tasks.append(list(ks))
         token = next(_tokens)
         pool: Executor
-        if "fork" in multiprocessing.get_all_start_methods() and workers > 1 and len(tasks) > 1:
+        if forked.available() and workers > 1 and len(tasks) > 1:
             _FORKED[token] = self._make
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
             run: Callable[[list[Hashable]], list[Any]] = _ForkedTask(token)

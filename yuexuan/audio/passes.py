@@ -132,7 +132,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
                     head = np.concatenate([head, np.zeros((lead - len(head), 2), np.float32)])
                 g = limiter_gain(np.concatenate([prev_tail, cur, head]), ceiling, window, lead)
             y = cur if g is None else cur * g[:, None]
-            prev_tail = np.concatenate([prev_tail, cur])[-lead:]
+            prev_tail = cur[-lead:] if len(cur) >= lead else np.concatenate([prev_tail, cur])[-lead:]
             if g is not None or carry is not None:
                 zi = carry if carry is not None else m.states[k] * gain
                 sq, zi = loudness.k_hops(y, sos, zi, hop)
