@@ -4,56 +4,68 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import tempfile
-from collections.abc import Iterator
+import secrets
+import weakref
 from pathlib import Path
+from types import TracebackType
 
 
-@contextlib.contextmanager
-def atomic_path(target: str | os.PathLike[str], suffix: str | None = None) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; rename it onto ``target`` on success.
+class atomic_path:      # lower case: used as the function it replaced, ``with atomic_path(t) as tmp``
+    """A temporary path beside ``target``, renamed onto ``target`` when the block ends normally.
 
-    On any exception (or KeyboardInterrupt / SIGTERM turned into SystemExit) the temporary
-    file is removed and ``target`` is left as it was. ``suffix`` defaults to the target's
-    own suffix so that libraries choosing a format by extension still work.
+    On any exception (KeyboardInterrupt and the CLI's SIGTERM exception included) the temporary
+    file is removed and ``target`` is left as it was. ``suffix`` defaults to the target's own
+    suffix, so that libraries choosing a format by extension still work.
+
+    Why not ``tempfile.mkstemp`` in a ``contextlib`` generator: a signal handler that raises runs
+    in the main thread at the next bytecode check, whichever thread the kernel gave the signal to
+    (numpy's BLAS threads, so a signal mask does not hold it off). It landed between the file's
+    creation and the ``try`` meant to remove it, or in contextlib's own frames: 3 runs in 200
+    killed at random left a ``.NAME.*`` behind. Here the file is made under a name known before
+    it exists, and a ``weakref.finalize`` removes it if the rename never happens, however this
+    object is left (at the latest when the interpreter exits).
     """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # SIGINT/SIGTERM are held while the file is made, so a handler that raises cannot land between
-    # its creation and the clean-up below (a kill as the file appears left it behind)
-    mask = _hold_signals()
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or target.suffix or ".tmp",
-                                   dir=target.parent)
-    except BaseException:
-        _release_signals(mask)
-        raise
-    try:
-        _release_signals(mask)
-        os.close(fd)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)      # mkstemp makes 0600; outputs get the usual mode
-        yield Path(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+
+    def __init__(self, target: str | os.PathLike[str], suffix: str | None = None) -> None:
+        self.target = Path(target)
+        self.suffix = suffix or self.target.suffix or ".tmp"
+
+    def __enter__(self) -> Path:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            tmp = self.target.parent / f".{self.target.name}.{secrets.token_hex(4)}{self.suffix}"
+            # armed before the file exists: an exception anywhere after os.open still removes it
+            self._remove = weakref.finalize(self, _remove, tmp)
+            try:
+                # 0o666 under the umask: the mode of any other output (mkstemp's is 0600)
+                os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                                 0o666))
+            except FileExistsError:              # another writer's name: not ours to remove
+                self._remove.detach()
+                continue
+            except BaseException:
+                self._remove()
+                raise
+            self.tmp = tmp
+            return tmp
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if kind is None:
+            try:
+                os.replace(self.tmp, self.target)
+            except BaseException:
+                self._remove()
+                raise
+            self._remove.detach()
+        else:
+            self._remove()
 
 
-def _hold_signals() -> set[int] | None:
-    """Block SIGINT and SIGTERM for this thread; the mask before, or None where there are no masks."""
-    if not hasattr(signal, "pthread_sigmask"):
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-
-
-def _release_signals(mask: set[int] | None) -> None:
-    """Put the mask of :func:`_hold_signals` back; a signal that came meanwhile is acted on now."""
-    if mask is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+def _remove(path: Path) -> None:
+    """Unlink ``path`` if it is there."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def write_bytes(target: str | os.PathLike[str], data: bytes) -> None:
