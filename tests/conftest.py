@@ -171,6 +171,13 @@ def pytest_runtest_setup(item):
         _nice(REALTIME_NICE)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    """The seed again before the test's body: a fixture that took a minute (the FluidSynth mixes)
+    may have begun before the seed was ready, and the body would compile numba itself (25 s)."""
+    _seed_numba_cache()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
     if is_realtime(item) and (nextitem is None or not is_realtime(nextitem)):
