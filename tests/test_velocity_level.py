@@ -1,5 +1,5 @@
 """Loudness follows velocity: every note's waveform as the render plan mixes it (its cached,
-spatialised waveform times its gain), measured with librosa's RMS (largest frame), gets louder with
+spatialised waveform times its gain), measured as a fast-weighted RMS (largest 125 ms frame), gets louder with
 velocity across the note cache's velocity buckets, for every instrument; and the
 获者's loud 宫 call (velocity 100) is louder than his soft 商 call (velocity 60) from every seat."""
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import librosa
 import numpy as np
 import pytest
 
@@ -16,6 +15,7 @@ from yuexuan.audio.plan import Options, plan
 from yuexuan.rite import courtyard
 
 RATE = 8000
+FRAME, HOP = 1000, 25           # 125 ms frames every 3.1 ms at RATE
 
 #: velocities 4 steps to each side of each boundary of the note cache's buckets (40, 80, 112: the
 #: timbre changes there; 4 steps are 1.2–1.9 dB, more than the few tenths of a dB the room's
@@ -35,9 +35,11 @@ def levels_db(tl, notes, listener: str = "宾") -> list[float]:
     times = [int((n.time - 0.3) * RATE) for n in notes] + [len(y)]
     out = []
     for a, b in zip(times, times[1:]):
-        w = np.ascontiguousarray(y[max(0, a):b].T)
-        rms = librosa.feature.rms(y=w, frame_length=1000, hop_length=25, center=False)   # 8 kHz
-        out.append(10 * np.log10(float(np.square(rms).sum(axis=0).max())))
+        # librosa.feature.rms(frame_length=1000, hop_length=25, center=False) squared and summed
+        # over the channels, as running sums (librosa frames the signal 40 times over: 15 s here)
+        c = np.concatenate([[0.0], np.cumsum(np.square(y[max(0, a):b], dtype=np.float64).sum(axis=1))])
+        starts = np.arange(0, len(c) - FRAME, HOP)
+        out.append(10 * np.log10(float(((c[starts + FRAME] - c[starts]) / FRAME).max())))
     return out
 
 
