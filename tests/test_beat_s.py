@@ -7,6 +7,7 @@ default cue sheet and for a saved timeline in which one cue's beat_s was edited 
 
 from __future__ import annotations
 
+import functools
 import json
 
 import mido
@@ -44,7 +45,8 @@ def midi_note_seconds(path) -> list:
     return sorted(out)
 
 
-def score_beats(path, cue_ids: list) -> dict:
+@functools.lru_cache(maxsize=4)       # the default score is read by both tests (4 s a parse)
+def score_beats(path, cue_ids: tuple) -> dict:
     """{cue id: seconds per quarter of the MetronomeMark at its rehearsal mark}, read with music21;
     the rehearsal marks are in cue order."""
     from music21 import converter, expressions, tempo
@@ -83,11 +85,11 @@ def edited_outputs(tmp_path_factory, default_outputs):
 
 
 def test_default_midi_and_score_give_every_cue_its_beat_s(default_outputs, default_timeline):
-    ids = [c.id for c in default_timeline.cues]
+    ids = tuple(c.id for c in default_timeline.cues)
     beat = {c.id: c.beat_s for c in default_timeline.cues}
     midi = midi_beats(default_outputs / "d.mid")
     score = score_beats(default_outputs / "d.musicxml", ids)
-    assert list(midi) == ids and list(score) == ids            # every cue, in order
+    assert tuple(midi) == ids and tuple(score) == ids            # every cue, in order
     for cid in ids:
         assert midi[cid] == pytest.approx(beat[cid], abs=1e-6), cid
         assert score[cid] == pytest.approx(beat[cid], rel=1e-3), cid   # printed to four figures
@@ -98,7 +100,7 @@ def test_default_midi_and_score_give_every_cue_its_beat_s(default_outputs, defau
 
 
 def test_an_edited_beat_s_is_followed_by_midi_and_score(default_outputs, edited_outputs, default_timeline):
-    ids = [c.id for c in default_timeline.cues]
+    ids = tuple(c.id for c in default_timeline.cues)
     before_midi, after_midi = midi_beats(default_outputs / "d.mid"), midi_beats(edited_outputs / "e.mid")
     before_score = score_beats(default_outputs / "d.musicxml", ids)
     after_score = score_beats(edited_outputs / "e.musicxml", ids)
