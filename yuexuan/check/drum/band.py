@@ -92,8 +92,23 @@ def percussive_low(y: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
     top = _bins(0.0, HPSS_MAX_HZ).stop
     spec = np.abs(librosa.stft(y, n_fft=N_FFT, hop_length=HOP, center=True))[:top]
-    _, perc = librosa.decompose.hpss(spec, kernel_size=HPSS_KERNEL)
-    return perc
+    # librosa.decompose.hpss(spec, kernel_size=HPSS_KERNEL) to the last bit, its two median filters
+    # taken by np.partition instead of scipy.ndimage.median_filter (4x slower here: 140 ms a block,
+    # 44 s of the test suite's CPU)
+    harm = _median(spec, HPSS_KERNEL[0], axis=1)
+    perc = _median(spec, HPSS_KERNEL[1], axis=0)
+    mask = librosa.util.softmask(perc, harm, power=2.0, split_zeros=True)
+    return spec * mask
+
+
+def _median(x: npt.NDArray[np.float32], size: int, axis: int) -> npt.NDArray[np.float32]:
+    """``scipy.ndimage.median_filter(x, size)`` along ``axis`` alone, mode "reflect" (numpy's
+    "symmetric" padding), for an odd ``size``: the middle of each window by np.partition."""
+    h = size // 2
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (h, h)
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(x, pad, mode="symmetric"), size, axis=axis)
+    return np.partition(windows, h, axis=-1)[..., h]
 
 
 def attack_envelope(y: npt.NDArray[np.float32]) -> npt.NDArray[np.floating[Any]]:
