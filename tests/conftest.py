@@ -64,7 +64,14 @@ def pytest_configure(config):
         except OSError:                              # a read-only Python
             folder = Path(tempfile.mkdtemp(prefix=f"numba-{worker}-"))
         os.environ["NUMBA_CACHE_DIR"] = str(folder)
-    elif not worker and getattr(config.option, "numprocesses", None) \
+    if not worker:
+        # the package's bytecode, once: with PYTHONDONTWRITEBYTECODE set (as this machine's
+        # environment has it) no process writes it, and each of the suite's few hundred `yuexuan`
+        # processes compiled the package from source again (py-spy: 16 s of a run's CPU went to
+        # compiling bytecode); compileall writes it whatever that variable says
+        import compileall
+        compileall.compile_dir(ROOT / "yuexuan", quiet=2)
+    if not worker and getattr(config.option, "numprocesses", None) \
             and not (NUMBA_SEED / "ready").exists() and os.access(sys.prefix, os.W_OK):
         config.stash[_WARMING] = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "warm_numba.py")], cwd=ROOT,
