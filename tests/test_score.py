@@ -124,8 +124,9 @@ def test_lishou_drum_strokes(parsed, timeline):
 
 
 def test_pdf_through_lilypond(tmp_path):
-    out = tmp_path / "luming.musicxml"
-    assert cli.main(["score", str(CUES), "-o", str(out), "--cues", "luming", "--pdf"]) == 0
+    # 无算乐's 鹿鸣, sung once (the luming cue sings it three times: 3x the engraving, 20 s)
+    out = tmp_path / "wusuan.musicxml"
+    assert cli.main(["score", str(CUES), "-o", str(out), "--cues", "wusuan", "--pdf"]) == 0
     pdf = out.with_suffix(".pdf")
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF-") and b"/Type /Page" in data.replace(b"/Type/Page", b"/Type /Page")
