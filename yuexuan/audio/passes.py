@@ -58,13 +58,17 @@ def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None
             states[c].append(meters[c].zi.copy())
         meters[c].feed(mix[:, c:c + 1])
         if c == 1 and counted:
-            m.hop_peaks.append(gainfit.chunk_stats(mix, hop))
+            stats = gainfit.chunk_stats(mix, hop)
+            m.hop_peaks.append(stats)
+            # the block's sample peak: its whole hops' chunk peaks (no second pass over the
+            # block), and the samples after the last whole hop (the last block's)
+            rest = mix[len(stats) * hop:]
+            m.peaks.append(max(float(stats[:, 1].max()) if len(stats) else 0.0,
+                               float(loudness.abs_max_channels(rest).max()) if len(rest) else 0.0))
 
     with output.Pipe() as left, output.Pipe() as right:
         for k, (_, mix, _) in enumerate(blocks(p, block, first=first, stop=k1), start=first):
             checkpoint()
-            if k >= k0:
-                m.peaks.append(float(np.max(np.abs(mix))) if len(mix) else 0.0)
             left.submit(feed, 0, mix, k >= k0)
             right.submit(feed, 1, mix, k >= k0)
             if progress:
