@@ -31,7 +31,13 @@ def test_filters_match_scipy_signal():
         ours = dsp.firwin(taps, cut, fs, win)
         assert np.allclose(ours, signal.firwin(taps, cut, window=win, fs=fs), atol=1e-12)
     h = signal.firwin(17, 5000.0, fs=48000).astype(np.float32)
-    assert np.allclose(dsp.decimate_fir(h, x[:, 0], 4), signal.upfirdn(h, x[:, 0], down=4), atol=1e-6)
+    for n in (2999, 3000, 3001, 3002):                 # every length modulo 4: the last output
+        dec = dsp.decimate_fir(h, x[:n, 0], 4)
+        assert dec.dtype == np.float32
+        assert np.allclose(dec, signal.upfirdn(h, x[:n, 0], down=4), atol=1e-6)
+    half = rng.standard_normal(16).astype(np.float32)
+    assert np.allclose(dsp.convolve_short(x[:, 0], half), signal.convolve(x[:, 0], half, method="direct"),
+                       atol=1e-5)
     assert np.allclose(dsp.interpolate_fir(h * 4, x[:700], 4), signal.upfirdn(h * 4, x[:700], up=4, axis=0),
                        atol=1e-5)
     ir = rng.standard_normal((500, 2)).astype(np.float32)

@@ -145,22 +145,27 @@ def test_render_is_deterministic(lishou, tmp_path):
 
 
 def test_two_processes_render_what_one_does(tmp_path, monkeypatch):
-    """A WAV render split between two processes (both passes; yuexuan/audio/passes.py) is the
-    same file, byte for byte, with the same report, as one process's; so is pass 1 split alone
-    (FLAC)."""
+    """A WAV render whose stretches two processes share (both passes; yuexuan/audio/passes.py) is
+    the same file, byte for byte, with the same report, as one process's; so is pass 1 shared
+    alone (FLAC); and so is a render without the spool (pass 2 mixes again: no room for it)."""
     from yuexuan.compiler import compile_file
     tl = compile_file(DEFAULT_CUES, ["sixia_gong"])
     opts = render.Options(cues=("sixia_gong",), block=9600)      # 0.2 s blocks: 207 of them
+    assert len(render.stretches(207)) == 3
     two = {s: render.render(tl, tmp_path / f"two{s}", opts) for s in (".wav", ".flac")}
-    monkeypatch.setattr(render, "SPLIT_MIN_BLOCKS", 10 ** 9)
+    monkeypatch.setattr(render.Spool, "open", classmethod(lambda cls, *a: None))
+    two[".remix.wav"] = render.render(tl, tmp_path / "two.remix.wav", opts)
+    monkeypatch.undo()
+    monkeypatch.setattr(render.forked, "available", lambda: False)
     one = {s: render.render(tl, tmp_path / f"one{s}", opts) for s in (".wav", ".flac")}
-    for s in (".wav", ".flac"):
-        assert _sha(tmp_path / f"two{s}") == _sha(tmp_path / f"one{s}")
-        assert (two[s].true_peak_dbtp, two[s].limited_s) == (one[s].true_peak_dbtp, one[s].limited_s)
+    for s, o in ((".wav", ".wav"), (".flac", ".flac"), (".remix.wav", ".wav")):
+        assert _sha(tmp_path / f"two{s}") == _sha(tmp_path / f"one{o}")
+        assert (two[s].true_peak_dbtp, two[s].limited_s) == (one[o].true_peak_dbtp, one[o].limited_s)
         # the K-filters' state after the pre-roll block differs in the last bits: 1e-7 LU seen
-        assert abs(two[s].loudness_lufs - one[s].loudness_lufs) < 1e-5
+        assert abs(two[s].loudness_lufs - one[o].loudness_lufs) < 1e-5
     x, sr = sf.read(tmp_path / "two.wav", dtype="int16")
     assert sr == SR and len(x) == round(two[".wav"].duration_s * SR) and np.abs(x).max() > 3000
+    assert sorted(p.name for p in tmp_path.iterdir() if ".yuexuan" in p.name) == []   # no spool left
 
 
 def _facts(*names) -> dict:

@@ -147,9 +147,34 @@ def fftconvolve_rows(a: Array, b: Array) -> Array:
     return out.astype(np.result_type(a.dtype, b.dtype), copy=False)
 
 
+def convolve_short(x: Array, h: Array) -> Array:
+    """``np.convolve(x, h)`` (full) of a 1-D ``x`` and a short ``h``, as ``len(h)`` shifted
+    multiply-adds (numpy's convolve computes each output by its own dot product: 3–4× slower for a
+    16-tap filter over a float32 second). Equal to it within float rounding."""
+    x = np.asarray(x)
+    dtype = np.result_type(x.dtype, h.dtype)
+    m = len(x)
+    out = np.zeros(m + len(h) - 1, dtype=dtype)
+    tmp = np.empty(m, dtype=dtype)
+    for k, c in enumerate(np.asarray(h, dtype)):
+        np.multiply(x, c, out=tmp)
+        out[k:k + m] += tmp
+    return out
+
+
 def decimate_fir(h: Array, x: Array, down: int) -> Array:
-    """``scipy.signal.upfirdn(h, x, down=down)`` for 1-D ``x``: filtered, every ``down``-th kept."""
-    return np.convolve(x, h)[::down]
+    """``scipy.signal.upfirdn(h, x, down=down)`` for 1-D ``x``: filtered, every ``down``-th kept
+    (only the kept outputs computed: a shifted multiply-add of every ``down``-th input per tap)."""
+    x = np.asarray(x)
+    q = len(h)
+    dtype = np.result_type(x.dtype, h.dtype)
+    n_out = -(-(len(x) + q - 1) // down)
+    xp = np.zeros(len(x) + 2 * (q - 1), dtype=dtype)
+    xp[q - 1:q - 1 + len(x)] = x
+    out = np.zeros(n_out, dtype=dtype)
+    for k, c in enumerate(np.asarray(h, dtype)):
+        out += c * xp[q - 1 - k::down][:n_out]
+    return out
 
 
 def interpolate_fir(h: Array, x: Array, up: int) -> Array:
@@ -160,6 +185,6 @@ def interpolate_fir(h: Array, x: Array, up: int) -> Array:
     for phase in range(min(up, len(h))):          # polyphase: the taps h[phase::up] make out[phase::up]
         taps = h[phase::up]
         for ch in range(x.shape[1]):
-            y = np.convolve(x[:, ch], taps)
+            y = convolve_short(x[:, ch], taps)
             out[phase::up, ch][:len(y)] = y[:len(out[phase::up])]
     return out

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from yuexuan.audio import gainfit, loudness, output
 from yuexuan.audio.mix import blocks, limiter_gain
 from yuexuan.audio.plan import Plan
+from yuexuan.audio.spool import Spool
 
 LIMITER_WINDOW_S = 0.004       # gain falls over 2 windows before a peak and recovers after
 
@@ -43,9 +44,10 @@ class Measured:
 
 
 def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None],
-            progress: Progress = None) -> Measured:
-    """Pass 1 over blocks ``k0`` to ``k1`` (exclusive): mix and measure. One K-weighting meter per
-    channel, each on its own worker thread (BS.1770 adds the channels' mean squares)."""
+            progress: Progress = None, spool: Spool | None = None) -> Measured:
+    """Pass 1 over blocks ``k0`` to ``k1`` (exclusive): mix and measure (and put the mix in
+    ``spool``, on a third thread). One K-weighting meter per channel, each on its own worker
+    thread (BS.1770 adds the channels' mean squares)."""
     sr = p.sample_rate
     hop = loudness.hop_samples(sr)
     first = max(0, k0 - 1)
@@ -66,11 +68,13 @@ def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None
             m.peaks.append(max(float(stats[:, 1].max()) if len(stats) else 0.0,
                                float(loudness.abs_max_channels(rest).max()) if len(rest) else 0.0))
 
-    with output.Pipe() as left, output.Pipe() as right:
-        for k, (_, mix, _) in enumerate(blocks(p, block, first=first, stop=k1), start=first):
+    with output.Pipe() as left, output.Pipe() as right, output.Pipe() as keep:
+        for k, (b0, mix, _) in enumerate(blocks(p, block, first=first, stop=k1), start=first):
             checkpoint()
             left.submit(feed, 0, mix, k >= k0)
             right.submit(feed, 1, mix, k >= k0)
+            if spool is not None and k >= k0:
+                keep.submit(spool.write, b0, mix)
             if progress:
                 progress((k - first + 1) / (k1 - first))
     skip = (k0 - first) * (block // hop)
@@ -97,8 +101,9 @@ class Levelled:
 
 def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m: Measured,
           sink: Sink, checkpoint: Callable[[], None], progress: Progress = None,
-          stems: bool = False) -> Levelled:
-    """Pass 2 over blocks ``k0`` to ``k1``: mix again (the mixer is deterministic), scale by
+          stems: bool = False, spool: Spool | None = None) -> Levelled:
+    """Pass 2 over blocks ``k0`` to ``k1``: read pass 1's mix from ``spool`` (without stems) or
+    mix again (the mixer is deterministic: the same samples), scale by
     ``gain``, limit to ``ceiling`` (linear), re-measure the loudness where the limiter acted, meter
     the true peak and hand each block to ``sink`` (in order, on a worker thread). ``m``: pass 1's
     measurements of every block."""
@@ -116,7 +121,9 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
     carry = None                       # K-filter state of the limited output, while it differs
     silence = np.zeros((0, 2), np.float32)
     first = max(0, k0 - 1)
-    mixed = blocks(p, block, stems=stems, first=first, stop=min(nblocks, k1 + 1))
+    stop = min(nblocks, k1 + 1)
+    mixed = spool.blocks(block, first, stop) if spool is not None and not stems \
+        else blocks(p, block, stems=stems, first=first, stop=stop)
 
     def read_block() -> tuple[npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]]]:
         _, mix, parts = next(mixed)

@@ -33,6 +33,7 @@ from yuexuan import atomic, interrupts
 from yuexuan.audio import forked, gainfit, loudness, memory, output, passes
 from yuexuan.audio.output import output_format
 from yuexuan.audio.plan import Options, Plan, plan
+from yuexuan.audio.spool import Spool
 from yuexuan.formats import captions
 from yuexuan.rite import courtyard
 from yuexuan.rite.courtyard import Listener
@@ -41,7 +42,8 @@ from yuexuan.timeline import Timeline, select
 __all__ = ["Options", "Report", "output_format", "render"]
 
 LIMITER_MARGIN_DB = 0.4        # the limiter aims this far under the ceiling
-SPLIT_MIN_BLOCKS = 8           # a shorter render is not worth a second process
+SPLIT_MIN_BLOCKS = 8           # a shorter render is one stretch (not worth a second process)
+STRETCH_BLOCKS = 64            # blocks of a stretch that the two processes share (about)
 T = TypeVar("T")
 LOUDNESS_TOLERANCE_LU = 0.1    # re-run the gain pass if the limiter moved loudness more
 MAX_GAIN_PASSES = 3
@@ -96,17 +98,36 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     p.cache.prefetch(p.keys, tick=checkpoint, group=p.group)
-    # pass 1 (mix and measure) in two stretches of blocks, the second in a forked child; pass 2
-    # too where the output is a WAV file (which both can write at known offsets) and no stems are
-    # made; else it runs here (one FLAC encoder, the stems' files)
-    halves = forked.available() and nblocks >= SPLIT_MIN_BLOCKS
-    split = halves and fmt == "WAV" and stems_dir is None \
+    # pass 1 (mix and measure) in stretches of blocks, shared with a forked child; pass 2 too where
+    # the output is a WAV file (which both can write at known offsets) and no stems are made; else
+    # it runs here (one FLAC encoder, the stems' files). Pass 1's mix goes to a spool where the
+    # output's folder has room for it: pass 2 reads it back instead of mixing again.
+    bounds = stretches(nblocks)
+    shared = forked.available() and len(bounds) > 1
+    split = shared and fmt == "WAV" and stems_dir is None \
         and output.WAV_HEADER_BYTES + 4 * p.total < 2 ** 32
-    half = nblocks // 2 if halves else nblocks
-    m = passes.joined(_both(
-        lambda: passes.measure(p, block, 0, half, checkpoint,
-                               (lambda f: progress(f / 2, "mix")) if progress else None),
-        (lambda: passes.measure(p, block, half, nblocks, _nothing)) if halves else None))
+    with contextlib.ExitStack() as stack:
+        spool = Spool.open(out_path.parent, p.total) if stems_dir is None else None
+        if spool is not None:
+            stack.enter_context(spool)
+
+        def mix_and_measure(k0: int, k1: int, here: bool) -> passes.Measured:
+            return passes.measure(p, block, k0, k1, checkpoint if here else _nothing,
+                                  _share_of(progress, "mix", 0.0, k0, k1, nblocks) if here else None,
+                                  spool)
+
+        m = passes.joined(_shared(mix_and_measure, bounds, shared))
+        return _gain_passes(timeline, p, out_path, fmt, subtype, options, block, m, spool,
+                            bounds if split else None, stems_dir, progress, checkpoint)
+
+
+def _gain_passes(timeline: Timeline, p: Plan, out_path: Path, fmt: str, subtype: str,
+                 options: Options, block: int, m: passes.Measured, spool: Spool | None,
+                 bounds: list[tuple[int, int]] | None, stems_dir: str | Path | None,
+                 progress: Callable[[float, str], None] | None,
+                 checkpoint: Callable[[], None]) -> Report:
+    """Pass 2 until the loudness is on target (at most MAX_GAIN_PASSES times), then the sidecars.
+    ``bounds``: pass 2's stretches, shared with a forked child; None: one stretch, here."""
     # the gain that the limiter's loss, predicted from each hop's peak, leaves at the target
     # (yuexuan/audio/gainfit.py); then corrections from the measured passes
     hop_peaks = np.concatenate(m.hop_peaks)[:len(m.hops)] if m.hop_peaks else np.zeros((0, 2, 1))
@@ -116,9 +137,9 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     passes_run = 0
     while True:
         passes_run += 1
-        args = (p, out_path, fmt, subtype, 10 ** (gain_db / 20), ceiling, block, m,
-                (lambda f: progress(0.5 + f / 2, "level")) if progress else None, checkpoint)
-        rep = _gain_pass_split(*args, half) if split else \
+        args = (p, out_path, fmt, subtype, 10 ** (gain_db / 20), ceiling, block, m, spool,
+                progress, checkpoint)
+        rep = _gain_pass_split(*args, bounds) if bounds is not None else \
             _gain_pass(*args, Path(stems_dir) if stems_dir else None)
         off = options.target_lufs - rep.loudness_lufs
         if not math.isfinite(off) or abs(off) <= LOUDNESS_TOLERANCE_LU \
@@ -132,6 +153,54 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     rows = captions.chapters(timeline, p.duration_s)
     rep.sidecars = captions.write_sidecars(timeline, out_path, rows)
     return rep
+
+
+def stretches(nblocks: int) -> list[tuple[int, int]]:
+    """(first, stop) of the stretches of ``nblocks`` blocks: at least two (from SPLIT_MIN_BLOCKS
+    blocks on) of about STRETCH_BLOCKS blocks each, at most 255. Each but the first mixes one
+    block more, its pre-roll. They depend on ``nblocks`` alone: whether one process runs them or
+    two share them, the file is the same."""
+    count = 1 if nblocks < SPLIT_MIN_BLOCKS else max(2, min(255, nblocks // STRETCH_BLOCKS))
+    edges = [round(i * nblocks / count) for i in range(count + 1)]
+    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+
+
+def _share_of(progress: Callable[[float, str], None] | None, stage: str, start: float, k0: int,
+              k1: int, nblocks: int) -> Callable[[float], None] | None:
+    """The progress callback of one stretch of a pass (half of the whole, from ``start``)."""
+    if progress is None:
+        return None
+    return lambda f: progress(start + (k0 + f * (k1 - k0)) / nblocks / 2, stage)
+
+
+def _shared(run: Callable[[int, int, bool], T], bounds: list[tuple[int, int]],
+            fork: bool) -> list[T]:
+    """``run(first, stop, here)`` for each stretch of ``bounds``: with ``fork``, in this process
+    (``here`` True) and in a forked child, each taking the next stretch not yet taken until none
+    is left (a loud stretch costs more than a quiet one: so both end together); else all here.
+    The results in stretch order.
+
+    The stretches are handed out as the bytes of a pipe (a read of one byte takes one, atomically)."""
+    if len(bounds) < 2 or not fork:
+        return [run(*b, True) for b in bounds]
+    r, w = os.pipe()
+    try:
+        os.write(w, bytes(range(len(bounds))))
+    finally:
+        os.close(w)
+
+    def take(here: bool) -> dict[int, T]:
+        done = {}
+        while chunk := os.read(r, 1):
+            done[chunk[0]] = run(*bounds[chunk[0]], here)
+        return done
+
+    try:
+        parts = _both(lambda: take(True), lambda: take(False))
+    finally:
+        os.close(r)
+    done = {i: v for part in parts for i, v in part.items()}
+    return [done[i] for i in range(len(bounds))]
 
 
 def _nothing() -> None:
@@ -169,10 +238,11 @@ def _report(p: Plan, out_path: Path, block: int, gain: float, m: passes.Measured
 
 
 def _gain_pass_split(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, ceiling: float,
-                     block: int, m: passes.Measured, progress: Callable[[float], None] | None,
-                     checkpoint: Callable[[], None], half: int) -> Report:
-    """The gain pass in two stretches, the second in a forked child, both writing 16-bit PCM into
-    one WAV file at their blocks' offsets."""
+                     block: int, m: passes.Measured, spool: Spool | None,
+                     progress: Callable[[float, str], None] | None, checkpoint: Callable[[], None],
+                     bounds: list[tuple[int, int]]) -> Report:
+    """The gain pass in stretches shared with a forked child, both writing 16-bit PCM into one WAV
+    file at their blocks' offsets."""
     nblocks = len(m.peaks)
     with atomic.atomic_path(out_path) as tmp:
         fd = os.open(tmp, os.O_WRONLY)
@@ -183,17 +253,22 @@ def _gain_pass_split(p: Plan, out_path: Path, fmt: str, subtype: str, gain: floa
             def sink(k: int, y: npt.NDArray[np.float32], parts: object, g: object) -> None:
                 output.pwrite_all(fd, output.to_pcm16(y), output.WAV_HEADER_BYTES + 4 * k * block)
 
-            parts = _both(
-                lambda: passes.level(p, block, 0, half, gain, ceiling, m, sink, checkpoint, progress),
-                lambda: passes.level(p, block, half, nblocks, gain, ceiling, m, sink, _nothing))
+            def level(k0: int, k1: int, here: bool) -> passes.Levelled:
+                return passes.level(p, block, k0, k1, gain, ceiling, m, sink,
+                                    checkpoint if here else _nothing,
+                                    _share_of(progress, "level", 0.5, k0, k1, nblocks) if here else None,
+                                    spool=spool)
+
+            parts = _shared(level, bounds, True)
         finally:
             os.close(fd)
     return _report(p, out_path, block, gain, m, parts, [])
 
 
 def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, ceiling: float,
-               block: int, m: passes.Measured, progress: Callable[[float], None] | None,
-               checkpoint: Callable[[], None], stems_dir: Path | None) -> Report:
+               block: int, m: passes.Measured, spool: Spool | None,
+               progress: Callable[[float, str], None] | None, checkpoint: Callable[[], None],
+               stems_dir: Path | None) -> Report:
     """The gain pass in one stretch, here, through libsndfile (any format; the stems)."""
     sr = p.sample_rate
     stem_paths = [output.stem_path(stems_dir, n, out_path.suffix) for n in p.names] \
@@ -222,6 +297,7 @@ def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, cei
                     part *= g[:, None]
                 f.write(output.to_pcm16(part))
 
-        q = passes.level(p, block, 0, len(m.peaks), gain, ceiling, m, write, checkpoint, progress,
-                         stems=stems_dir is not None)
+        q = passes.level(p, block, 0, len(m.peaks), gain, ceiling, m, write, checkpoint,
+                         _share_of(progress, "level", 0.5, 0, len(m.peaks), len(m.peaks)),
+                         stems=stems_dir is not None, spool=spool)
     return _report(p, out_path, block, gain, m, [q], stem_paths)

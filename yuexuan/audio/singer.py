@@ -187,7 +187,7 @@ def render(reading: Reading, hz: float | None, held_s: float, velocity: int, sam
     if half:                                       # ×2: the odd samples from a half-band FIR
         out = np.empty(2 * m_int - 1, dtype=np.float32)
         out[0::2] = low
-        out[1::2] = np.convolve(low, HALF_BAND, mode="full")[HALF_TAPS:HALF_TAPS + m_int - 1]
+        out[1::2] = dsp.convolve_short(low, HALF_BAND)[HALF_TAPS:HALF_TAPS + m_int - 1]
         out = out[:n]
         full_voicing = np.repeat(voicing, 2)[:n]
     else:
