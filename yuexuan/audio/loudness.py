@@ -77,31 +77,40 @@ def guard(n: int, channels: int) -> npt.NDArray[np.float32]:
 
 
 def k_hops(block: npt.NDArray[np.float32], sos: npt.NDArray[np.float64], zi: npt.NDArray[np.floating[Any]],
-           hop: int, guard_samples: npt.NDArray[np.float32] | None = None,
+           hop: int, guard_samples: npt.NDArray[np.float32] | None = None, silent: bool | None = None,
            ) -> tuple[npt.NDArray[np.floating[Any]], npt.NDArray[np.floating[Any]]]:
-    """K-weight ``block`` (n, channels; n a multiple of ``hop``) from state ``zi``.
+    """K-weight ``block`` (n, channels; n a multiple of ``hop``) from state ``zi`` (sections, 2,
+    channels).
 
     Returns (mean square of each hop summed over channels, the state after the block). float32
     filtering: the energy differs from float64 by about 1e-7. ``guard_samples`` (see
-    :func:`guard`; at least as long as the block) saves making one.
+    :func:`guard`; at least as long as the block) saves making one; ``silent`` (whether every
+    sample is 0, if the caller knows) saves looking.
     """
     block = np.asarray(block, dtype=np.float32)
     if block.ndim == 1:
         block = block[:, None]
     if not len(block):
         return np.zeros(0), zi
-    if not block.any() and float(np.max(np.abs(zi))) < SETTLED:
+    if silent is None:
+        silent = not block.any()
+    if silent and float(np.max(np.abs(zi))) < SETTLED:
         return np.zeros(len(block) // hop), np.zeros_like(zi)
     # a ±1e-15 guard at the Nyquist frequency keeps the filters out of denormal numbers (which
     # are very slow) as sounds die away; its energy, 1e-30, is 230 dB below the absolute gate
     g = guard_samples if guard_samples is not None and guard_samples.shape[1] == block.shape[1] \
         else guard(len(block), block.shape[1])
-    block = block + g[:len(block)]
-    y, zi = dsp.sosfilt(sos.astype(np.float32), block, axis=0, zi=zi.astype(np.float32))
-    n = len(y) // hop * hop
-    rows = y[:n].reshape(-1, hop * y.shape[1])
-    sq = np.einsum("ij,ij->i", rows, rows).astype(np.float64) / hop
-    return sq, zi.astype(np.float64)
+    channels, n = block.shape[1], len(block)
+    work = np.empty((channels, n), dtype=np.float32)          # channel-major: the kernel's rows
+    np.add(block.T, g[:n].T, out=work)
+    state = np.ascontiguousarray(np.moveaxis(zi, 2, 0), dtype=np.float32)     # (channels, sections, 2)
+    dsp._kernel()(np.ascontiguousarray(sos, dtype=np.float32), work, state)
+    m = n // hop * hop
+    sq = np.zeros(m // hop)
+    for c in range(channels):                  # each channel's sum in float32, then added in float64
+        rows = work[c, :m].reshape(-1, hop)
+        sq += np.einsum("ij,ij->i", rows, rows).astype(np.float64) / hop
+    return sq, np.moveaxis(state, 0, 2).astype(np.float64)
 
 
 def gated_loudness(hops: npt.ArrayLike) -> float:

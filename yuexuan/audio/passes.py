@@ -45,41 +45,45 @@ class Measured:
 
 def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None],
             progress: Progress = None, spool: Spool | None = None) -> Measured:
-    """Pass 1 over blocks ``k0`` to ``k1`` (exclusive): mix and measure (and put the mix in
-    ``spool``, on a third thread). One K-weighting meter per channel, each on its own worker
-    thread (BS.1770 adds the channels' mean squares)."""
+    """Pass 1 over blocks ``k0`` to ``k1`` (exclusive): mix, and on a worker thread measure (both
+    channels K-weighted in one call: BS.1770 adds their mean squares) and put the mix in
+    ``spool``. The blocks are whole hops but the ceremony's last, whose rest is not counted (as in
+    the standard's block grid)."""
     sr = p.sample_rate
     hop = loudness.hop_samples(sr)
     first = max(0, k0 - 1)
-    meters = [loudness.LoudnessMeter(sr, channels=1) for _ in range(2)]
-    states: list[list[npt.NDArray[np.floating[Any]]]] = [[], []]
+    sos = loudness.k_weighting_sos(sr)
+    guard = loudness.guard(block // hop * hop, 2)
+    zi = np.zeros((sos.shape[0], 2, 2))
     m = Measured(np.zeros(0), [], [])
+    hops: list[npt.NDArray[np.float64]] = []
 
-    def feed(c: int, mix: npt.NDArray[np.float32], counted: bool) -> None:
+    def feed(b0: int, mix: npt.NDArray[np.float32], counted: bool) -> None:
+        nonlocal zi
+        stats = gainfit.chunk_stats(mix, hop)
+        whole = mix[:len(stats) * hop]
         if counted:
-            states[c].append(meters[c].zi.copy())
-        meters[c].feed(mix[:, c:c + 1])
-        if c == 1 and counted:
-            stats = gainfit.chunk_stats(mix, hop)
+            m.states.append(zi.copy())
             m.hop_peaks.append(stats)
             # the block's sample peak: its whole hops' chunk peaks (no second pass over the
             # block), and the samples after the last whole hop (the last block's)
-            rest = mix[len(stats) * hop:]
+            rest = mix[len(whole):]
             m.peaks.append(max(float(stats[:, 1].max()) if len(stats) else 0.0,
                                float(loudness.abs_max_channels(rest).max()) if len(rest) else 0.0))
+            if spool is not None:
+                spool.write(b0, mix)
+        silent = not len(stats) or float(stats[:, 1].max()) == 0.0
+        sq, zi = loudness.k_hops(whole, sos, zi, hop, guard, silent=silent)
+        if counted:
+            hops.append(sq)
 
-    with output.Pipe() as left, output.Pipe() as right, output.Pipe() as keep:
+    with output.Pipe() as meter:
         for k, (b0, mix, _) in enumerate(blocks(p, block, first=first, stop=k1), start=first):
             checkpoint()
-            left.submit(feed, 0, mix, k >= k0)
-            right.submit(feed, 1, mix, k >= k0)
-            if spool is not None and k >= k0:
-                keep.submit(spool.write, b0, mix)
+            meter.submit(feed, b0, mix, k >= k0)
             if progress:
                 progress((k - first + 1) / (k1 - first))
-    skip = (k0 - first) * (block // hop)
-    m.hops = (meters[0].hops + meters[1].hops)[skip:]
-    m.states = [np.concatenate(z, axis=2) for z in zip(*states)] if states[0] else []
+    m.hops = np.concatenate(hops) if hops else np.zeros(0)
     return m
 
 
