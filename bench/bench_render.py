@@ -32,7 +32,7 @@ SF2 = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 # that share its pages, which the largest resident set alone would leave out, and a sum of resident
 # sets would count twice).
 TIMED = """
-import json, os, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, threading, time
 
 def tree(root):
     out, todo = [], [root]
@@ -57,10 +57,19 @@ def pss_kb(pid):
 t0 = time.perf_counter()
 proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 peak = 0
-while proc.poll() is None:
-    peak = max(peak, sum(pss_kb(p) for p in tree(proc.pid)))
-    time.sleep(0.2)
+done = threading.Event()
+
+def poll():                        # on its own thread: the wait below sees the end at once
+    global peak
+    while not done.wait(0.2):
+        peak = max(peak, sum(pss_kb(p) for p in tree(proc.pid)))
+
+watcher = threading.Thread(target=poll, daemon=True)
+watcher.start()
+proc.wait()
 dt = time.perf_counter() - t0
+done.set()
+watcher.join()
 assert proc.returncode == 0, proc.returncode
 print(json.dumps({"seconds": dt, "tree_pss_mb": peak / 1024,
                   "max_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))

@@ -1,3 +1,3 @@
-from yuexuan.cli import main
+from yuexuan.cli import run
 
-raise SystemExit(main())
+run()

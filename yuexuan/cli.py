@@ -10,11 +10,14 @@ through :func:`yuexuan.commands.common.data_source` and passes it to the loaders
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import signal
 import sys
+import threading
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 from yuexuan import data
 from yuexuan.commands import COMMANDS
@@ -74,6 +77,25 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:              # before the command started (imports, parsing)
         print("yuexuan: interrupted", file=sys.stderr)
         return 130
+
+
+def run() -> NoReturn:
+    """The ``yuexuan`` program (console script and ``python -m yuexuan``): :func:`main`, then,
+    where no other thread runs, the exit handlers (``atexit``: weakref finalizers, thread pools)
+    and the standard streams' flush as at any exit, and the process ends without the
+    interpreter's teardown. Freeing a finished render's objects one by one (872 waveforms,
+    190 MB) took Python 0.25 s after the work was done; the kernel frees the whole process at
+    once."""
+    code = main()
+    if threading.active_count() > 1:          # a thread still running: the usual exit joins it
+        raise SystemExit(code)
+    atexit._run_exitfuncs()                   # CPython's own exit step, public since 2.x in all but name
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):          # a closed pipe: CPython's exit reports 120
+            code = code or 120
+    os._exit(code)
 
 
 def _main(argv: list[str] | None) -> int:

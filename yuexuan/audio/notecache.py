@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from yuexuan.audio import arena as shared
 from yuexuan.audio import forked, synth, voice
 from yuexuan.audio.phonetics import Reading
 
@@ -33,6 +34,7 @@ BATCH_KEYS = 8                       # waveforms a worker process builds per tas
 # The makers handed to forked worker processes, by token: a closure cannot be pickled, but a forked
 # child has its parent's memory, so it is set here just before the fork and read there.
 _FORKED: dict[int, Callable[[Any], Any]] = {}
+_ARENAS: dict[int, shared.Arena] = {}          # and the arena each puts its arrays in
 _tokens = itertools.count()
 
 
@@ -108,6 +110,7 @@ class NoteCache:
         self._bytes = 0
         self._schedule = schedule
         self._now = 0
+        self._pinned: set[Hashable] = set()     # in a shared arena: evicting them frees nothing
         self.hits = self.misses = 0
 
     def advance(self, sample: int) -> None:
@@ -124,10 +127,11 @@ class NoteCache:
     def _evict(self, keep: Hashable) -> None:
         if self._bytes <= self._max:
             return
-        if self._schedule is None:
-            order = [k for k in self._data if k != keep]            # least recently used first
+        if self._schedule is None:                                  # least recently used first
+            order = [k for k in self._data if k != keep and k not in self._pinned]
         else:                       # needed again last first; down to 90 % (fewer rounds of this)
-            order = sorted((k for k in self._data if k != keep), key=self._next_use, reverse=True)
+            order = sorted((k for k in self._data if k != keep and k not in self._pinned),
+                           key=self._next_use, reverse=True)
         for victim in order:
             if self._bytes <= (0.9 * self._max if self._schedule is not None else self._max):
                 break
@@ -141,7 +145,9 @@ class NoteCache:
         the same as building them on demand.
 
         Processes, not threads: the synthesis is many numpy calls on arrays of a second or so, and
-        two threads waiting on each other for the GIL were hardly faster than one. Keys with equal
+        two threads waiting on each other for the GIL were hardly faster than one. The processes
+        put their waveforms' arrays in an :class:`~yuexuan.audio.arena.Arena` of the cache's free
+        bytes, not through the pipe; those stay for the cache's life. Keys with equal
         ``group(key)`` are built in one task (one process: what they share is made once).
         ``tick()`` is called in this thread after each task; if it raises, the tasks not yet
         started are cancelled and the exception goes on once the running ones end."""
@@ -157,7 +163,9 @@ class NoteCache:
                 tasks.append(list(ks))
         token = next(_tokens)
         pool: Executor
+        where: shared.Arena | None = None
         if forked.available() and workers > 1 and len(tasks) > 1:
+            where = _ARENAS[token] = shared.Arena(self._max - self._bytes)
             _FORKED[token] = self._make
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
             run: Callable[[list[Hashable]], list[Any]] = _ForkedTask(token)
@@ -169,8 +177,11 @@ class NoteCache:
             for ks, arrs in zip(tasks, pool.map(run, tasks)):
                 if tick is not None:
                     tick()
-                for key, arr in zip(ks, arrs):
-                    if self._bytes + arr.nbytes > self._max:
+                for key, (arr, pinned) in zip(ks, arrs):
+                    if where is not None and pinned:
+                        arr = shared.unpack(arr, where)
+                        self._pinned.add(key)
+                    elif self._bytes + arr.nbytes > self._max:
                         full = True
                         break
                     self._data[key] = arr
@@ -181,6 +192,7 @@ class NoteCache:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             _FORKED.pop(token, None)
+            _ARENAS.pop(token, None)
 
     def get(self, key: Hashable) -> Any:
         arr = self._data.get(key)
@@ -197,7 +209,8 @@ class NoteCache:
 
 
 class _ForkedTask:
-    """Build a list of keys with the maker of ``token`` (in a forked child) or ``make``."""
+    """Build a list of keys with the maker of ``token`` (in a forked child) or ``make``: each as
+    (value, whether its arrays are in the token's arena)."""
 
     def __init__(self, token: int, make: Callable[[Any], Any] | None = None) -> None:
         self.token = token
@@ -206,9 +219,12 @@ class _ForkedTask:
     def __getstate__(self) -> dict[str, Any]:
         return {"token": self.token, "make": None}      # the child finds its maker in _FORKED
 
-    def __call__(self, keys: list[Hashable]) -> list[Any]:
+    def __call__(self, keys: list[Hashable]) -> list[tuple[Any, bool]]:
         make = self.make if self.make is not None else _FORKED[self.token]
-        return [make(k) for k in keys]
+        where = _ARENAS.get(self.token) if self.make is None else None
+        if where is None:
+            return [(make(k), False) for k in keys]
+        return [shared.pack(make(k), where) for k in keys]
 
 
 class Recent:
