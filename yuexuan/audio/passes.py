@@ -54,9 +54,9 @@ def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None
     first = max(0, k0 - 1)
     sos = loudness.k_weighting_sos(sr)
     guard = loudness.guard(block // hop * hop, 2)
-    zi = np.zeros((sos.shape[0], 2, 2))
+    zi: npt.NDArray[np.floating[Any]] = np.zeros((sos.shape[0], 2, 2))
     m = Measured(np.zeros(0), [], [])
-    hops: list[npt.NDArray[np.float64]] = []
+    hops: list[npt.NDArray[np.floating[Any]]] = []
 
     def feed(b0: int, mix: npt.NDArray[np.float32], counted: bool) -> None:
         nonlocal zi

@@ -18,6 +18,7 @@ Then the chapter sidecars (:mod:`yuexuan.formats.captions`).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
 from yuexuan.audio import forked, gainfit, loudness, memory, output, passes
+from yuexuan.audio.lines import LineReader
 from yuexuan.audio.output import output_format
 from yuexuan.audio.plan import Options, Plan, plan
 from yuexuan.audio.spool import Spool
@@ -66,13 +68,15 @@ class Report:
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
            stems_dir: str | Path | None = None, progress: Callable[[float, str], None] | None = None,
-           listener_table: dict[str, Listener] | None = None) -> Report:
+           listener_table: dict[str, Listener] | None = None,
+           read_lines: LineReader | None = None) -> Report:
     """Render ``timeline`` to ``out_path`` (.wav or .flac) atomically; optional stems.
 
     ``options.cues``: only those cues, cut out by :func:`yuexuan.timeline.select` (the file's
     time 0 is then the first one's start). Instruments are synthesised and placed from
     ``timeline.instruments`` alone; the listener seats come from ``listener_table`` (default:
-    the packaged ``ceremony/courtyard.toml``).
+    the packaged ``ceremony/courtyard.toml``); the sung and spoken lines are read by ``read_lines``
+    if given (:func:`yuexuan.audio.lines.forked_reader`), else here.
     ``progress(fraction, stage)`` is called after each block. Returns the measured figures.
     SIGINT and SIGTERM take effect between blocks (:mod:`yuexuan.interrupts`).
 
@@ -83,15 +87,15 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
             interrupts.deferred_signals() as checkpoint:
         return _render(select(timeline, options.cues), Path(out_path), options, stems_dir, progress,
                        listener_table if listener_table is not None else courtyard.listeners(),
-                       checkpoint)
+                       checkpoint, read_lines)
 
 
 def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str | Path | None,
             progress: Callable[[float, str], None] | None, listener_table: dict[str, Listener],
-            checkpoint: Callable[[], None]) -> Report:
+            checkpoint: Callable[[], None], read_lines: LineReader | None = None) -> Report:
     fmt, subtype = output_format(out_path)
     memory.limit_arenas()
-    p = plan(timeline, options, listener_table)
+    p = plan(timeline, options, listener_table, read_lines=read_lines)
     sr = p.sample_rate
     hop = loudness.hop_samples(sr)
     block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block
@@ -162,7 +166,7 @@ def stretches(nblocks: int) -> list[tuple[int, int]]:
     two share them, the file is the same."""
     count = 1 if nblocks < SPLIT_MIN_BLOCKS else max(2, min(255, nblocks // STRETCH_BLOCKS))
     edges = [round(i * nblocks / count) for i in range(count + 1)]
-    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
 
 
 def _share_of(progress: Callable[[float, str], None] | None, stage: str, start: float, k0: int,

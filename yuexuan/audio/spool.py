@@ -36,7 +36,7 @@ class Spool:
         """A spool of ``frames`` frames in ``directory`` (its space reserved), or None where it
         cannot be made there (no space, no ``posix_fallocate``)."""
         try:
-            file = tempfile.TemporaryFile(dir=directory, prefix=".yuexuan-spool-")
+            file = tempfile.TemporaryFile(dir=directory, prefix=".yuexuan-spool-")  # noqa: SIM115 (kept open: the Spool closes it)
         except OSError:
             return None
         try:
@@ -49,7 +49,7 @@ class Spool:
 
     def write(self, frame: int, x: npt.NDArray[np.float32]) -> None:
         """Put ``x`` ((n, 2) float32, C-contiguous) at frame ``frame``."""
-        view = memoryview(x).cast("B")
+        view = x.data.cast("B")
         offset = FRAME_BYTES * frame
         while view:
             n = os.pwrite(self.fd, view, offset)
@@ -58,7 +58,7 @@ class Spool:
     def read(self, frame: int, n: int) -> npt.NDArray[np.float32]:
         """A new (n, 2) float32 array: the frames from ``frame`` on."""
         out = np.empty((n, 2), dtype=np.float32)
-        view = memoryview(out).cast("B")
+        view = out.data.cast("B")
         offset = FRAME_BYTES * frame
         while view:
             got = os.preadv(self.fd, [view], offset)
