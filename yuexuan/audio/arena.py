@@ -17,6 +17,7 @@ import multiprocessing
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 ALIGN = 64                      # bytes: each array starts on a cache line
 
@@ -39,7 +40,7 @@ class Arena:
         self._top = ctx.RawValue("q", 0)
         self._lock = ctx.Lock()
 
-    def put(self, a: np.ndarray) -> Placed | None:
+    def put(self, a: npt.NDArray[Any]) -> Placed | None:
         """Copy ``a`` in (any process); None if it does not fit."""
         n = a.nbytes
         with self._lock:
@@ -50,7 +51,7 @@ class Arena:
         self.view(Placed(offset, a.shape, a.dtype.str))[...] = a
         return Placed(offset, a.shape, a.dtype.str)
 
-    def view(self, where: Placed) -> np.ndarray:
+    def view(self, where: Placed) -> npt.NDArray[Any]:
         """The array at ``where`` (a view of the shared mapping)."""
         count = int(np.prod(where.shape, dtype=np.int64))
         return np.frombuffer(self._buf, dtype=where.dtype, count=count,
