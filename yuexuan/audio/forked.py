@@ -17,7 +17,7 @@ import pickle
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 PR_SET_PDEATHSIG = 1          # <linux/prctl.h>
@@ -98,70 +98,3 @@ class Child(Generic[T]):
         os.close(self._r)
         self._r = None
         os.waitpid(self.pid, 0)
-
-
-class Helper:
-    """A child forked now that runs ``prepare()`` (a slow import, say) while this process goes on,
-    then answers one request: :meth:`call` sends ``request`` (pickled) and returns
-    ``answer(request)`` computed there, or None if the child failed (the caller then computes it
-    itself, and meets any error there). :meth:`close` ends the child, asked or not. The child
-    ignores SIGINT and SIGTERM and dies with this process."""
-
-    def __init__(self, prepare: Callable[[], None], answer: Callable[[Any], Any]) -> None:
-        to_child, self._out = os.pipe()
-        self._in, from_child = os.pipe()
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:                                   # the child: never returns
-            os.close(self._out)
-            os.close(self._in)
-            code = 0
-            try:
-                for s in (signal.SIGINT, signal.SIGTERM):
-                    signal.signal(s, signal.SIG_IGN)
-                _die_with_parent()
-                if os.getppid() != parent:
-                    os._exit(1)
-                prepare()
-                with os.fdopen(to_child, "rb") as r:
-                    request = pickle.load(r)
-                data = pickle.dumps(answer(request))
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(from_child, view):]
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(to_child)
-        os.close(from_child)
-        self.pid: int | None = pid
-
-    def call(self, request: Any) -> Any:
-        """``answer(request)`` from the child, or None if it failed or was closed."""
-        if self.pid is None:
-            return None
-        try:
-            out, self._out = self._out, -1
-            with os.fdopen(out, "wb") as w:
-                pickle.dump(request, w)
-            chunks = []
-            while chunk := os.read(self._in, 1 << 20):
-                chunks.append(chunk)
-            return pickle.loads(b"".join(chunks)) if chunks else None
-        except (OSError, pickle.UnpicklingError, EOFError):
-            return None
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        if self.pid is None:
-            return
-        for fd in (self._out, self._in):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
-        self.pid = None

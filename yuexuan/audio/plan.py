@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.audio import ensemble, notecache, power, space, surfaces, synth, tail
-from yuexuan.audio.lines import LineReader, readings
+from yuexuan.audio.lines import readings
 from yuexuan.errors import UserError
 from yuexuan.rite.courtyard import Listener
 from yuexuan.rite.instruments import FAMILIES
@@ -176,7 +176,7 @@ class Plan:
 
 
 def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listener],
-         room: surfaces.Room | None = None, read_lines: LineReader | None = None) -> Plan:
+         room: surfaces.Room | None = None) -> Plan:
     """Place every note of ``timeline`` (sample 0 = its time 0), heard from
     ``listener_table[options.listener]`` in ``room`` (default: the venue of the timeline's variant
     ``houdao``, O24); waveforms are rendered lazily by the plan's cache.
@@ -211,7 +211,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         return k
 
     starts, ends, gains, keys, inst_idx, mono_taps = [], [], [], [], [], []
-    said = readings(notes, {nm: b.family for nm, b in insts.items()}, read_lines)
+    said = readings(notes, {nm: b.family for nm, b in insts.items()})
     for j, n in enumerate(notes):
         body = insts[n.instrument]
         pos = moved.get((n.cue, n.instrument), body.position_m)

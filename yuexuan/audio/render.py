@@ -32,7 +32,6 @@ from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
 from yuexuan.audio import forked, gainfit, loudness, memory, output, passes
-from yuexuan.audio.lines import LineReader
 from yuexuan.audio.output import output_format
 from yuexuan.audio.plan import Options, Plan, plan
 from yuexuan.audio.spool import Spool
@@ -68,15 +67,13 @@ class Report:
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
            stems_dir: str | Path | None = None, progress: Callable[[float, str], None] | None = None,
-           listener_table: dict[str, Listener] | None = None,
-           read_lines: LineReader | None = None) -> Report:
+           listener_table: dict[str, Listener] | None = None) -> Report:
     """Render ``timeline`` to ``out_path`` (.wav or .flac) atomically; optional stems.
 
     ``options.cues``: only those cues, cut out by :func:`yuexuan.timeline.select` (the file's
     time 0 is then the first one's start). Instruments are synthesised and placed from
     ``timeline.instruments`` alone; the listener seats come from ``listener_table`` (default:
-    the packaged ``ceremony/courtyard.toml``); the sung and spoken lines are read by ``read_lines``
-    if given (:func:`yuexuan.audio.lines.forked_reader`), else here.
+    the packaged ``ceremony/courtyard.toml``).
     ``progress(fraction, stage)`` is called after each block. Returns the measured figures.
     SIGINT and SIGTERM take effect between blocks (:mod:`yuexuan.interrupts`).
 
@@ -87,15 +84,15 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
             interrupts.deferred_signals() as checkpoint:
         return _render(select(timeline, options.cues), Path(out_path), options, stems_dir, progress,
                        listener_table if listener_table is not None else courtyard.listeners(),
-                       checkpoint, read_lines)
+                       checkpoint)
 
 
 def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str | Path | None,
             progress: Callable[[float, str], None] | None, listener_table: dict[str, Listener],
-            checkpoint: Callable[[], None], read_lines: LineReader | None = None) -> Report:
+            checkpoint: Callable[[], None]) -> Report:
     fmt, subtype = output_format(out_path)
     memory.limit_arenas()
-    p = plan(timeline, options, listener_table, read_lines=read_lines)
+    p = plan(timeline, options, listener_table)
     sr = p.sample_rate
     hop = loudness.hop_samples(sr)
     block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block

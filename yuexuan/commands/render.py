@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from yuexuan.audio import forked, lines, render
+from yuexuan.audio import render
 from yuexuan.commands.common import (
     add_cues_argument,
     add_selection_argument,
@@ -40,16 +40,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     render.output_format(args.output)
-    # pypinyin is imported in a forked child meanwhile (a quarter of the serial start-up)
-    reader = lines.forked_reader() if forked.available() else None
-    try:
-        return _run(args, reader.call if reader is not None else None)
-    finally:
-        if reader is not None:
-            reader.close()
-
-
-def _run(args: argparse.Namespace, read_lines: lines.LineReader | None) -> int:
     source = data_source(args)
     bar = Progress("render")
     try:
@@ -59,7 +49,7 @@ def _run(args: argparse.Namespace, read_lines: lines.LineReader | None) -> int:
         t0 = time.perf_counter()
         try:
             rep = render.render(tl, args.output, opts, stems_dir=args.stems, progress=bar,
-                                listener_table=seats, read_lines=read_lines)
+                                listener_table=seats)
         except OSError as exc:          # a folder where the file should go, no permission, disk full
             where = str(exc.filename2 or exc.filename or args.output)
             if Path(where).name.startswith("."):          # our temporary file: name the target
