@@ -116,11 +116,13 @@ def _formant_filter(x: npt.NDArray[np.float32], art: Articulation, total_s: floa
     flat = fb.reshape(len(times), -1)
     track = np.stack([np.interp(grid, times, flat[:, j]) for j in range(flat.shape[1])], axis=1)
     starts = [0]
-    ref = track[0]
-    for k in np.flatnonzero(np.any(np.abs(track[1:] - track[:-1]) > 1e-9, axis=1)) + 1:
-        if np.any(np.abs(track[k] - ref) > 0.01 * ref):
-            starts.append(int(k))
-            ref = track[k]
+    rows = track.tolist()               # floats: a step's ten comparisons in Python, not numpy calls
+    ref = rows[0]
+    for k in (np.flatnonzero(np.any(np.abs(track[1:] - track[:-1]) > 1e-9, axis=1)) + 1).tolist():
+        row = rows[k]
+        if any(abs(v - r) > 0.01 * r for v, r in zip(row, ref)):
+            starts.append(k)
+            ref = row
     sos_all = _resonators(track[starts].reshape(len(starts), 5, 2), sample_rate).astype(x.dtype)
     zi = np.zeros((1, 5, 2), dtype=x.dtype)
     bounds = [int(round(grid[s] * sample_rate)) for s in starts] + [len(x)]
