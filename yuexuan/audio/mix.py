@@ -106,19 +106,27 @@ def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
     need = np.ones(len(x), dtype=np.float32)
     bound = 10 ** (loudness.TP_SEARCH_DB / 20)
     peaks = loudness.abs_max_channels(x)
-    hot = False
-    for lo in range(0, len(x), chunk):
-        if float(peaks[max(0, lo - ctx):lo + chunk + ctx].max()) * bound <= ceiling:
-            continue
+    # each chunk's sample peak with ctx samples either side, from the chunks' own peaks and their
+    # first and last ctx samples' (one pass, not a slice a chunk)
+    nch = -(-len(x) // chunk)
+    rows = np.pad(peaks, (0, nch * chunk - len(x))).reshape(nch, chunk)
+    near = rows.max(axis=1)
+    near[1:] = np.maximum(near[1:], rows[:-1, -ctx:].max(axis=1))
+    near[:-1] = np.maximum(near[:-1], rows[1:, :ctx].max(axis=1))
+    for c in np.flatnonzero(near * bound > ceiling).tolist():
+        lo = c * chunk
         a = max(0, lo - ctx)
         env = loudness.true_peak_envelope(x[a:lo + chunk + ctx])[lo - a:lo - a + chunk]
         if float(env.max()) > ceiling:
             need[lo:lo + len(env)] = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
-            hot = True
-    if not hot:
+    low = np.flatnonzero(need < 1.0)
+    if not len(low):
         return None
     w = 2 * window + 1
-    smooth = _moving_mean(_moving_min(need, w), w)
+    # the filters only where a window reaches a sample under 1 (elsewhere they give 1 exactly)
+    a, b = max(0, int(low[0]) - w), min(len(x), int(low[-1]) + w + 1)
+    smooth = np.ones(len(x), dtype=np.float32)
+    smooth[a:b] = _moving_mean(_moving_min(need[a:b], w), w)
     g = np.minimum(smooth, 1.0)[lead:len(x) - lead]
     return g if float(g.min()) < 1.0 else None
 
