@@ -130,7 +130,7 @@ def main() -> int:
           f"{audio / best_flac['seconds']:6.0f}× real time  {best_flac['max_rss_mb']:5.0f} / "
           f"{best_flac['tree_pss_mb']:5.0f} MB")
     ratio = best["seconds"] / best_fs["seconds"]
-    spool_mb = 8 * audio * info.samplerate / 2**20
+    spool_mb = 8 * audio * info.samplerate / 1e6
     print(f"temporary disk: the render's spool beside its output, {spool_mb:.0f} MB "
           "(pass 1's float32 mix; a file, in the page cache while it fits: not in the memory above)")
     print(f"ratio render/fluidsynth: {ratio:.3f} (target ≤ 0.25); FLAC: "
