@@ -57,7 +57,7 @@ def wav_header(frames: int, sample_rate: int, channels: int = 2) -> bytes:
                        sample_rate, sample_rate * channels * 2, channels * 2, 16, b"data", data)
 
 
-def pwrite_all(fd: int, data: npt.NDArray[np.int16] | bytes, offset: int) -> None:
+def pwrite_all(fd: int, data: npt.NDArray[Any] | bytes, offset: int) -> None:
     """Write all of ``data`` at byte ``offset`` of the open file ``fd`` (its position unmoved)."""
     view = (data.data if isinstance(data, np.ndarray) else memoryview(data)).cast("B")
     while view:

@@ -197,29 +197,21 @@ def _shared(run: Callable[[int, int, bool], T], bounds: list[tuple[int, int]],
         return done
 
     try:
-        parts = _both(lambda: take(True), lambda: take(False))
+        child = forked.Child(lambda: take(False))
+        try:
+            mine = take(True)
+        except BaseException:
+            child.kill()
+            raise
+        theirs = child.result()
     finally:
         os.close(r)
-    done = {i: v for part in parts for i, v in part.items()}
+    done = {**mine, **theirs}
     return [done[i] for i in range(len(bounds))]
 
 
 def _nothing() -> None:
     """The checkpoint of a forked child: the parent acts on signals and kills it."""
-
-
-def _both(here: Callable[[], T], there: Callable[[], T] | None) -> list[T]:
-    """``[here(), there()]``, ``there`` in a forked child meanwhile (killed if ``here`` raises);
-    ``[here()]`` if ``there`` is None."""
-    if there is None:
-        return [here()]
-    child = forked.Child(there)
-    try:
-        mine = here()
-    except BaseException:
-        child.kill()
-        raise
-    return [mine, child.result()]
 
 
 def _report(p: Plan, out_path: Path, block: int, gain: float, m: passes.Measured,

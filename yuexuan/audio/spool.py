@@ -20,6 +20,8 @@ from typing import IO
 import numpy as np
 import numpy.typing as npt
 
+from yuexuan.audio import output
+
 FRAME_BYTES = 8                  # two float32 channels
 
 
@@ -49,11 +51,7 @@ class Spool:
 
     def write(self, frame: int, x: npt.NDArray[np.float32]) -> None:
         """Put ``x`` ((n, 2) float32, C-contiguous) at frame ``frame``."""
-        view = x.data.cast("B")
-        offset = FRAME_BYTES * frame
-        while view:
-            n = os.pwrite(self.fd, view, offset)
-            view, offset = view[n:], offset + n
+        output.pwrite_all(self.fd, x, FRAME_BYTES * frame)
 
     def read(self, frame: int, n: int) -> npt.NDArray[np.float32]:
         """A new (n, 2) float32 array: the frames from ``frame`` on."""
