@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan.scoring import shiho
-from yuexuan.scoring.report import render_csv, render_json
 from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
+from yuexuan.scoring import tally
+from yuexuan.scoring.report import render_csv, render_json
 from yuexuan.scoring.shots import MISS_CODES, read_shots
 
 DEFAULT_SHOTS = 100_000
@@ -75,7 +75,7 @@ def main() -> int:
 
         def check():                      # what ``yuexuan check`` does with the log
             s = read_shots(path)
-            return s, shiho.evaluate_shots(s, beats)
+            return s, tally.evaluate_shots(s, beats)
 
         def check_and_csv():
             s, v = check()

@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from jack_support import Recorder, diagnosis, jack_server, log_mark  # noqa: E402
 
 from yuexuan.compiler import compile_file  # noqa: E402
+from yuexuan.formats.midimessages import timeline_messages  # noqa: E402
 from yuexuan.live import calls as live_calls  # noqa: E402
 from yuexuan.live.queue_items import Kind  # noqa: E402
-from yuexuan.formats.midimessages import timeline_messages  # noqa: E402
 
 FROM_S = 11.0             # 貍首 from just before the first shooting 节 (selection s)
 TARGET_P99_MS = 10.0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan.audio import space, surfaces
+from yuexuan.audio.room import space, surfaces
 from yuexuan.rite.instruments import load_all
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from cache_support import artefact
 from cli_support import DEFAULT_CUES, ROOT, run_cli
 

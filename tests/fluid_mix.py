@@ -7,7 +7,7 @@ JSON): the three 建鼓 as GM Taiko Drums (program 117, 0-based 116), the 朔鼙
 鑮) as Tubular Bells, the stones as the timeline's GM program (Marimba), the singers (歌) as Choir
 Aahs. Each instrument is rendered alone (``fluidsynth -ni -F OUT.wav -r 44100 SF2 MID``) and put
 at the seat as the render puts it: delayed by its travel time and scaled by its ``[synth]
-gain_db`` and spherical spreading, 1/d beyond 1 m (``yuexuan/audio/space.py``'s law), d computed
+gain_db`` and spherical spreading, 1/d beyond 1 m (``yuexuan/audio/room/space.py``'s law), d computed
 here from the timeline's ``position_m`` and ``ceremony/courtyard.toml``'s seat; the notes' velocities
 are the timeline's. Then pink noise 20 dB below the whole mix.
 
@@ -44,7 +44,7 @@ SF2 = Path("/usr/share/sounds/sf2/FluidR3_GM.sf2")
 SR = 44100
 SEAT = "宾"
 CUE = "lishou"
-SPEED_OF_SOUND_M_S = 343.0        # yuexuan/audio/space.py's value
+SPEED_OF_SOUND_M_S = 343.0        # yuexuan/audio/room/space.py's value
 TEMPO_RATIO = 1.008               # performed seconds per planned second: 0.8 % slow
 DRUM_JITTER_S = 0.008
 BAND_JITTER_S = 0.010

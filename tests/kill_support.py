@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-
 from cli_support import merged_env, popen, yuexuan_argv
 
 SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGKILL]

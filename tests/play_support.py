@@ -13,7 +13,6 @@ from collections import Counter
 from pathlib import Path
 
 import mido
-
 from cli_support import DEFAULT_CUES, popen
 
 

@@ -10,9 +10,8 @@ import os
 import re
 from pathlib import Path
 
-from hypothesis import strategies as st
-
 from cli_support import CliWorker
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
 CUES = ROOT / "cues" / "dashe.toml"

@@ -3,7 +3,7 @@
 O24 (郊 open, 公宫 walled), through the renderer's own path (``space.placement`` +
 ``space.spatialise``, what ``plan`` does for every cached waveform).
 
-The expected reflections are computed here, independently of ``yuexuan/audio/reflections.py``,
+The expected reflections are computed here, independently of ``yuexuan/audio/room/reflections.py``,
 from ``ceremony/courtyard.toml`` read with tomllib: the planes of the named surfaces (ground, the 堂's
 south/east/west faces and top, the stairs, the venue's walls), their images of order 1 and 2, and,
 for the ground and the walls, whether the specular path is real (reflection point on the surface,
@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from yuexuan.audio import plan, space, surfaces
-from yuexuan.audio.plan import cue_positions
+from yuexuan.audio.engine import plan
+from yuexuan.audio.engine.plan import cue_positions
+from yuexuan.audio.room import space, surfaces
 from yuexuan.compiler import compile_file
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,10 +18,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 import soundfile as sf
-
 from cli_support import DEFAULT_CUES
 from drum_support import SR, synth_drum
 from system_tools import vnu_command
+
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
 

@@ -13,9 +13,8 @@ import tomllib
 import numpy as np
 import pytest
 import soundfile as sf
-from scipy import signal
-
 from cli_support import DEFAULT_CUES, ROOT, run_cli
+from scipy import signal
 
 #: Shen 1987, p. 107: partials of a zhong bell, ratios to the 正鼓 (sui) tone, by the interval
 #: between its two tones.

@@ -18,7 +18,6 @@ import mido
 import numpy as np
 import pytest
 import soundfile as sf
-
 from cli_support import run_cli
 
 REPO = Path(__file__).resolve().parent.parent

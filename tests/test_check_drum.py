@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-
 from drum_support import SR, synth_drum
+
 from yuexuan.check.drum import band, finder
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file

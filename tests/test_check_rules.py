@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from yuexuan.rite.vocabulary import RESULTS
-from yuexuan.scoring import shiho
+from yuexuan.scoring import tally
 from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shots import read_shots
 
@@ -22,9 +22,9 @@ def judge(tmp_path, rows, beats=BEATS, offset=0.0, **settings):
     path = tmp_path / "shots.csv"
     path.write_text(HEADER + "".join(r + "\n" for r in rows), encoding="utf-8")
     s = read_shots(path)
-    v = shiho.evaluate(s.round, s.rank, s.role, s.target, s.result, s.pair, s.time, beats,
-                       offset, shiho.Settings(**settings))
-    return [(bool(r), shiho.REASONS[k]) for r, k in zip(v.released, v.reason)], v
+    v = tally.evaluate(s.round, s.rank, s.role, s.target, s.result, s.pair, s.time, beats,
+                       offset, tally.Settings(**settings))
+    return [(bool(r), tally.REASONS[k]) for r, k in zip(v.released, v.reason)], v
 
 
 def test_round_1_nothing_is_released(tmp_path):
@@ -163,7 +163,7 @@ def test_right_and_left(tmp_path):
 ])
 def test_announcement(right, left, text, chun, qi):
     # 「若右胜，则曰：右贤于左…以纯数告。若有奇者，亦曰奇。若左右钧…曰：左右钧」
-    winner, c, q, t = shiho.announcement(right, left)
+    winner, c, q, t = tally.announcement(right, left)
     assert (t, c, q) == (text, chun, qi)
     assert winner == (None if right == left else ("右" if right > left else "左"))
 
@@ -175,7 +175,7 @@ def test_announcement(right, left, text, chun, qi):
                                     (10001, "一万零一"), (100000, "十万"), (123456, "十二万三千四百五十六"),
                                     (500000, "五十万"), (1000010, "一百万零一十")])
 def test_chinese_numerals(n, text):
-    assert shiho.chinese_number(n) == text
+    assert tally.chinese_number(n) == text
 
 
 def test_tally_counts_match_an_independent_count(tmp_path):
@@ -253,15 +253,15 @@ def test_arrow_numbers_and_over_four():
     names = ["甲", "乙", "甲", "甲", "甲", "甲", "甲"]
     t = np.array([5.0, 1.0, 2.0, 0.0, 9.0, 7.0, 8.0])
     # 甲's round-3 shots in time order: 2.0, 5.0, 7.0, 8.0, 9.0; 乙 one; 甲's round-2 one
-    assert shiho.arrow_numbers(rnd, names, t).tolist() == [2, 1, 1, 1, 5, 3, 4]
-    assert shiho.over_four(rnd, names) == [(3, "甲", 5)]
-    assert shiho.over_four(rnd[:4], names[:4]) == [] and shiho.over_four(rnd[:0], []) == []
+    assert tally.arrow_numbers(rnd, names, t).tolist() == [2, 1, 1, 1, 5, 3, 4]
+    assert tally.over_four(rnd, names) == [(3, "甲", 5)]
+    assert tally.over_four(rnd[:4], names[:4]) == [] and tally.over_four(rnd[:0], []) == []
 
 
 def test_own_strokes_and_their_live_strokes():
     from types import SimpleNamespace
 
-    from yuexuan.scoring import ownjie
+    from yuexuan.scoring import arrow_stroke
     from yuexuan.timeline import Beat
 
     beats = [Beat(10.0, "c", "p", 1, False, None, None, None),
@@ -271,12 +271,12 @@ def test_own_strokes_and_their_live_strokes():
     rnd = np.array([3, 3, 3, 3, 2])
     names = ["甲", "乙", "甲", "丙", "甲"]
     t = np.array([15.2, 13.0, 11.1, 12.0, 11.0])
-    got = ownjie.own_strokes(beats, ["c"], rnd, names, t)
+    got = arrow_stroke.own_strokes(beats, ["c"], rnd, names, t)
     assert got[:3].tolist() == [15.0, 13.0, 11.0] and np.isnan(got[3]) and np.isnan(got[4])
     plan = np.array([10.0, 11.0, 13.0, 15.0, 17.0])
     align = SimpleNamespace(live_s=np.array([10.02, 11.03, 15.05]), plan_index=np.array([0, 1, 3]),
                             live_index=np.array([0, 1, 2]))
-    live = ownjie.live_strokes(got, plan, align)
+    live = arrow_stroke.live_strokes(got, plan, align)
     assert live[0] == pytest.approx(15.05) and np.isnan(live[1]) and live[2] == pytest.approx(11.03)
     assert np.isnan(live[3]) and np.isnan(live[4])
 
@@ -288,12 +288,12 @@ def test_o21_and_huo_called():
     target = np.array([0, 2, -1, 2, 1, 2, 0])
     result = np.array([res["着侯"], res["梱复"], res["留"], res["贯"], res["贯"], res["着侯"], res["贯"]])
     pair = np.full(7, -1)
-    on = shiho.huo_called(rank, target, result, pair)
-    off = shiho.huo_called(rank, target, result, pair, shiho.Settings(gong_outside_hu=False))
+    on = tally.huo_called(rank, target, result, pair)
+    off = tally.huo_called(rank, target, result, pair, tally.Settings(gong_outside_hu=False))
     assert on.tolist() == [True, True, False, True, False, False, True]
     assert off.tolist() == [False, True, False, True, False, False, True]
     r2 = np.full(7, 2)
-    rel, reason = shiho.decide(r2, rank, target, result, shiho.hou_of_pairs(rank, pair), np.ones(7, bool),
-                               shiho.Settings(gong_outside_hu=False))
-    assert shiho.REASONS[reason[0]] == "不贯不释" and shiho.REASONS[reason[2]] == "不中"
-    assert shiho.REASONS[reason[5]] == "不贯不释" and rel.tolist() == off.tolist()
+    rel, reason = tally.decide(r2, rank, target, result, tally.hou_of_pairs(rank, pair), np.ones(7, bool),
+                               tally.Settings(gong_outside_hu=False))
+    assert tally.REASONS[reason[0]] == "不贯不释" and tally.REASONS[reason[2]] == "不中"
+    assert tally.REASONS[reason[5]] == "不贯不释" and rel.tolist() == off.tolist()

@@ -24,9 +24,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
-
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
 from jack_support import jack_server
+
 from yuexuan import cli, timeline_checks
 from yuexuan.formats.midimessages import tuning_table
 from yuexuan.timeline import from_dict, select, to_dict
@@ -412,10 +413,10 @@ def test_a_huangzhong_putting_two_lv_on_one_key_is_refused(default_cues, tmp_pat
 def test_an_accepted_huangzhong_gives_every_pitch_its_own_key(hz):
     """Refused exactly when two 律 of octaves -3..3 would share a MIDI key (the oracle: every
     pitch's nearest key, computed here)."""
+    from yuexuan.errors import UserError
     from yuexuan.rite.cuesheet_setting import ceremony as read_ceremony
     from yuexuan.rite.tomlfile import Fields
     from yuexuan.rite.tuning import RATIOS
-    from yuexuan.errors import UserError
 
     keys = [round(69 + 12 * math.log2(hz * float(r) * 2.0 ** o / 440)) for o in range(-3, 4) for r in RATIOS]
     fields = Fields({"name": "x", "rank": "诸侯", "huangzhong_hz": hz}, "s.toml", "", "ceremony")

@@ -18,9 +18,8 @@ import librosa
 import numpy as np
 import pytest
 import soundfile as sf
-from scipy.optimize import linear_sum_assignment
-
 from cli_support import ROOT, run_cli
+from scipy.optimize import linear_sum_assignment
 
 SPEED_OF_SOUND_M_S = 343.0
 WINDOW_S = 0.050

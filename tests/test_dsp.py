@@ -47,8 +47,7 @@ def test_filters_match_scipy_signal():
 def test_limiter_smoothing_matches_scipy_ndimage():
     from scipy import ndimage
 
-    from yuexuan.audio import mix
-
+    from yuexuan.audio.engine import mix
     x = np.minimum(1, np.random.default_rng(2).random(4000).astype(np.float32) * 3)
     for w in (1, 3, 385):
         lo = mix._moving_min(x, w)

@@ -12,8 +12,8 @@ import pytest
 import soundfile as sf
 
 from yuexuan.midi.smf import write_smf
-from yuexuan.timeline import Ceremony, Cue, Note, Timeline
 from yuexuan.rite.tuning import hz_to_midi, parse_pitch
+from yuexuan.timeline import Ceremony, Cue, Note, Timeline
 
 SF2 = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 HZ0 = 345.0

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import mido
 import pytest
-
-from jack_support import Recorder, diagnosis, log_mark
 from cli_support import default_sigint
+from jack_support import Recorder, diagnosis, log_mark
+
 from yuexuan.compiler import compile_file
 from yuexuan.errors import UserError
 from yuexuan.live.program import window_time

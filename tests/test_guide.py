@@ -21,8 +21,8 @@ import pytest
 import soundfile as sf
 
 from yuexuan import cli
-from yuexuan.publish import guide
 from yuexuan.compiler import compile_file
+from yuexuan.publish import guide
 from yuexuan.timeline import to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -248,8 +248,8 @@ def test_a_later_melody_is_named_in_the_cue_list_and_the_caption(browser, server
 
 
 def test_bilingual_and_phone_width(browser, server):
-    from selenium.webdriver.support.ui import Select
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     _open(browser, server + "/site/index.html")
     zh = browser.execute_script("return document.querySelectorAll('body [lang=zh]').length")

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 import rtmidi
+from cli_support import default_sigint
+from jack_support import Recorder, diagnosis, log_mark
+from osc_support import OscInbox, free_udp_port
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
-from jack_support import Recorder, diagnosis, log_mark
-from osc_support import OscInbox, free_udp_port
-from cli_support import default_sigint
 from yuexuan.compiler import compile_file
 from yuexuan.rite import courtyard
 

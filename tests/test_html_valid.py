@@ -15,7 +15,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-
 from cli_support import DEFAULT_CUES, run_cli
 from system_tools import vnu_command
 

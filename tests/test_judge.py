@@ -13,14 +13,14 @@ import os
 
 import numpy as np
 import pytest
-
 from cli_support import default_sigint
-from yuexuan.live import judge as judge_mod
-from yuexuan.scoring import logwrite as logwriter
-from yuexuan.scoring import rules
-from yuexuan.rite.vocabulary import RESULTS, TARGETS
+
 from yuexuan.cli import main
 from yuexuan.data import DataSource
+from yuexuan.live import judge as judge_mod
+from yuexuan.rite.vocabulary import RESULTS, TARGETS
+from yuexuan.scoring import logwrite as logwriter
+from yuexuan.scoring import rules
 
 VERDICT = ("nearest_beat", "offset", "on_beat", "released", "reason")
 

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-
 from cache_support import artefact
 from cli_support import DEFAULT_CUES as DASHE
 from cli_support import run_cli

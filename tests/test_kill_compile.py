@@ -7,7 +7,6 @@ import subprocess
 import time
 
 import pytest
-
 from cli_support import DEFAULT_CUES, popen, yuexuan_argv
 from kill_support import POLL_S, running_for
 from sheet_support import scaled_sheet

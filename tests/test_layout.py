@@ -114,8 +114,7 @@ def test_bad_output_is_a_user_error(tmp_path, capsys):
 def test_listeners_drawn_where_the_renderer_hears_from(svg, timeline):
     """One reader of the seats: the renderer's listeners (space.listeners) are the courtyard file's,
     and each is drawn at its position on the instruments' scale, its facing arrow pointing its way."""
-    from yuexuan.audio import space
-
+    from yuexuan.audio.room import space
     court = tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))
     seats = space.listeners()
     assert {n: (s.position_m, s.facing_deg) for n, s in seats.items()} == {
@@ -138,7 +137,7 @@ def test_listeners_drawn_where_the_renderer_hears_from(svg, timeline):
 def test_bad_courtyard_file_is_one_line(tmp_path, cli):
     """A listener seat that is not three numbers: layout exits 2 naming the file, line and key,
     and the renderer's reader of the seats refuses it the same way."""
-    from yuexuan.audio import space
+    from yuexuan.audio.room import space
     from yuexuan.errors import UserError
 
     text = (ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8")

@@ -15,18 +15,17 @@ from dataclasses import replace
 import mido
 import numpy as np
 import pytest
-
 from clock_support import VirtualClock
+
+from yuexuan.errors import UserError
+from yuexuan.formats.midimessages import TimedMessage
 from yuexuan.live import operator
 from yuexuan.live import show as live
 from yuexuan.live import timecode as sync
-from yuexuan.errors import UserError
 from yuexuan.live.program import build_program
 from yuexuan.live.queue_items import Kind
 from yuexuan.live.scheduler import Scheduler, summarise
-from yuexuan.formats.midimessages import TimedMessage
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
-
 
 # -- a small hand-made timeline: two cues, the first open-ended with 1 s phrases ---------------
 BEAT_A_S, BEAT_B_S = 0.5, 0.75      # the cues' beat_s: the MIDI clock's quarter note

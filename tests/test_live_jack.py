@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rtmidi
-
 from jack_support import PERIOD_FRAMES, RATE_HZ, JackServer, Recorder, diagnosis, log_mark
 from play_support import Play, as_messages, assert_nothing_left_sounding, note_ons
-from yuexuan.live import timecode as sync
+
 from yuexuan.compiler import compile_file
+from yuexuan.live import timecode as sync
 from yuexuan.timeline import save_json, select
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,26 +12,24 @@ from pathlib import Path
 
 import mido
 import pytest
+from clock_support import VirtualClock
 from pythonosc.udp_client import SimpleUDPClient
 
-from clock_support import VirtualClock
-from yuexuan.live.judge import Judge, round_rosters
-from yuexuan.scoring.logwrite import ShotLogWriter
-from yuexuan.scoring.rules import rules_for
-from yuexuan.scoring.shots import read_shots
 from yuexuan.compiler import compile_file
 from yuexuan.compiler.builder import CALL_DELAY_S, CALL_LEN_S
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
-from yuexuan.live import judging
-from yuexuan.live import show as live
+from yuexuan.formats.midimessages import assign_tracks, timeline_messages
 from yuexuan.live import calls as live_calls
-from yuexuan.live import operator
-from yuexuan.live import osc
+from yuexuan.live import judging, operator, osc
+from yuexuan.live import show as live
+from yuexuan.live.judge import Judge, round_rosters
 from yuexuan.live.judged_show import JudgedShow
 from yuexuan.live.program import build_program
 from yuexuan.live.queue_items import Kind
-from yuexuan.formats.midimessages import assign_tracks, timeline_messages
+from yuexuan.scoring.logwrite import ShotLogWriter
+from yuexuan.scoring.rules import rules_for
+from yuexuan.scoring.shots import read_shots
 from yuexuan.timeline import at_ceremony_times
 
 ROOT = Path(__file__).resolve().parent.parent

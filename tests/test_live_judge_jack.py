@@ -21,13 +21,13 @@ from pathlib import Path
 
 import mido
 import pytest
-from pythonosc.udp_client import SimpleUDPClient
-
+from cli_support import default_sigint
 from jack_support import Recorder, diagnosis, log_mark
 from osc_support import OscInbox, bound_sender, fill, free_udp_port, tiny_tmpfs
-from cli_support import default_sigint
-from yuexuan.live import osc
+from pythonosc.udp_client import SimpleUDPClient
+
 from yuexuan.formats.midimessages import assign_tracks
+from yuexuan.live import osc
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"

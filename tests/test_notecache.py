@@ -1,5 +1,5 @@
 """The note cache's prefetch in forked worker processes: the waveforms come back through the shared
-arena (yuexuan/audio/arena.py) equal to those made here, pinned; where the arena is too small,
+arena (yuexuan/audio/engine/arena.py) equal to those made here, pinned; where the arena is too small,
 through the pipe, equal too."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from yuexuan.audio import arena, forked, notecache
+from yuexuan.audio.engine import arena, forked, notecache
 
 
 class Wave(NamedTuple):

@@ -14,11 +14,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from prompt_toolkit.utils import get_cwidth
-from pythonosc.udp_client import SimpleUDPClient
-
 from jack_support import Recorder
 from osc_support import free_udp_port
+from prompt_toolkit.utils import get_cwidth
+from pythonosc.udp_client import SimpleUDPClient
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHE = ROOT / "cues" / "dashe.toml"

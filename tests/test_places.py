@@ -13,11 +13,12 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 import soundfile as sf
-
 from cli_support import DEFAULT_CUES, ROOT
-from yuexuan.audio import render, voice
-from yuexuan.audio.lines import readings
-from yuexuan.audio.plan import Options
+
+from yuexuan.audio.engine import render
+from yuexuan.audio.engine.plan import Options
+from yuexuan.audio.voice import takes
+from yuexuan.audio.voice.line_readings import readings
 from yuexuan.compiler import compile_path
 from yuexuan.errors import UserError
 from yuexuan.publish import drawing
@@ -168,7 +169,7 @@ def test_render_hears_the_singers_from_each_cues_place(tmp_path):
         # the syllable starts with its consonant, before the note's time (the vowel is on it); the
         # six singers' onsets spread over 20 ms, their seats over 4.5 m of the row
         said = readings(tl.notes, {"歌": "voice"})[tl.notes.index(note)]     # read in its line
-        lead = voice.lead_samples(said, sr) / sr
+        lead = takes.lead_samples(said, sr) / sr
         lo = int((note.time - lead - 0.05) * sr)
         win = np.abs(stem[lo:int((note.time + 0.3) * sr)]).max(axis=1)
         assert win[:int(0.03 * sr)].max() == 0.0                     # silent before the note

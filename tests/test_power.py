@@ -1,14 +1,14 @@
-"""yuexuan.audio.power.fast_max_rms: the largest 125 ms RMS, against its definition (every window
+"""yuexuan.audio.synthesis.source_level.fast_max_rms: the largest 125 ms RMS, against its definition (every window
 by a cumulative sum over every sample) on waveforms of each kind the synthesis makes."""
 
 import numpy as np
 import pytest
 
-from yuexuan.audio import power
+from yuexuan.audio.synthesis import source_level
 
 
 def by_definition(x: np.ndarray, sample_rate: int) -> float:
-    w = max(1, int(round(power.FAST_S * sample_rate)))
+    w = max(1, int(round(source_level.FAST_S * sample_rate)))
     x = np.ravel(x).astype(np.float64)
     if len(x) <= w:
         return float(np.sqrt(np.sum(x * x) / w))
@@ -30,5 +30,5 @@ def test_fast_max_rms_is_the_largest_window(sample_rate):
     }
     for name, x in cases.items():
         x = x.astype(np.float32)
-        assert power.fast_max_rms(x, sample_rate) == pytest.approx(by_definition(x, sample_rate), rel=1e-9), name
-    assert power.fast_max_rms(np.zeros(0, np.float32), sample_rate) == 0.0
+        assert source_level.fast_max_rms(x, sample_rate) == pytest.approx(by_definition(x, sample_rate), rel=1e-9), name
+    assert source_level.fast_max_rms(np.zeros(0, np.float32), sample_rate) == 0.0

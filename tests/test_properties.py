@@ -9,9 +9,10 @@ import re
 
 import mido
 from hypothesis import HealthCheck, given, settings
-
 from property_support import mutated_sheet
+
 from yuexuan import cli
+
 
 def run(argv):
     err = io.StringIO()

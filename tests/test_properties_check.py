@@ -17,10 +17,19 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings, strategies as st
-
-from property_support import (CUES, PREVIOUS, ROOT, assert_clean_failure, examples, mutated_sheet,
-                              mutated_timeline, small_timeline, worker)
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from property_support import (
+    CUES,
+    PREVIOUS,
+    ROOT,
+    assert_clean_failure,
+    examples,
+    mutated_sheet,
+    mutated_timeline,
+    small_timeline,
+    worker,
+)
 
 
 def leftovers(folder: Path) -> list:

@@ -20,11 +20,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
-
 from cli_support import CliWorker
-from property_support import (PREVIOUS, assert_clean_failure, examples, mutated_sheet, mutated_timeline,
-                              small_timeline, worker)
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+from property_support import (
+    PREVIOUS,
+    assert_clean_failure,
+    examples,
+    mutated_sheet,
+    mutated_timeline,
+    small_timeline,
+    worker,
+)
 
 SELECTIONS = ["ao", "round3_quhou", "round1_quhou", "sixia_bin"]
 MAX_AUDIO_S = 300.0          # longer selections are set aside (see the module docstring)

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-
 from system_tools import require
+
 from yuexuan.check.drum import recording
 from yuexuan.cli import main
 from yuexuan.errors import UserError

@@ -21,10 +21,10 @@ import numpy as np
 import pyloudnorm
 import pytest
 import soundfile as sf
+from cli_support import popen, run_cli, yuexuan_argv
 from scipy import signal as sps
 
-from cli_support import popen, run_cli, yuexuan_argv
-from yuexuan.audio import render
+from yuexuan.audio.engine import render
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
 
 SR = 48000
@@ -39,7 +39,7 @@ def _cli(*args) -> subprocess.CompletedProcess:
 
 def _true_peak_db(x: np.ndarray) -> float:
     """True peak by scipy's resample_poly (4×), in 10 s pieces overlapping by 1000 samples, and
-    never below the sample peak: an independent check of yuexuan.audio.loudness."""
+    never below the sample peak: an independent check of yuexuan.audio.loudness.bs1770."""
     peak = float(np.abs(x).max())
     step, pad = 10 * SR, 1000
     for a in range(0, len(x), step):
@@ -134,7 +134,7 @@ def test_chapters_sidecars(lishou, default_timeline):
 def test_render_is_deterministic(lishou, tmp_path):
     """Rendering again (without stems, through the library) gives the same bytes: the fixture's
     render (stems: one process, libsndfile) and this one (WAV without stems: two processes writing
-    their halves into one file, yuexuan/audio/passes.py) agree sample for sample."""
+    their halves into one file, yuexuan/audio/engine/passes.py) agree sample for sample."""
     from yuexuan.compiler import compile_file
     _, out, _ = lishou
     again = tmp_path / "lishou.wav"
@@ -145,7 +145,7 @@ def test_render_is_deterministic(lishou, tmp_path):
 
 
 def test_two_processes_render_what_one_does(tmp_path, monkeypatch):
-    """A WAV render whose stretches two processes share (both passes; yuexuan/audio/passes.py) is
+    """A WAV render whose stretches two processes share (both passes; yuexuan/audio/engine/passes.py) is
     the same file, byte for byte, with the same report, as one process's; so is pass 1 shared
     alone (FLAC); and so is a render without the spool (pass 2 mixes again: no room for it)."""
     from yuexuan.compiler import compile_file
@@ -459,7 +459,7 @@ def test_whole_ceremony_renders_in_bounded_memory(tmp_path):
     # getrusage's ru_maxrss would carry over the test runner's own size from the fork.
     code = ("import re, sys\n"
             "from yuexuan.compiler import compile_file\n"
-            "from yuexuan.audio import render\n"
+            "from yuexuan.audio.engine import render\n"
             "rep = render.render(compile_file(sys.argv[1]), sys.argv[2])\n"
             "hwm = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
             "print(rep.duration_s, hwm)\n")

@@ -1,7 +1,7 @@
 """``--shots LOG``: the calls of a real shooting, read back from the timeline JSON.
 
 The expected calls are derived here from the CSV rows by the rite's rules, written out below
-independently of yuexuan.scoring.shiho:
+independently of yuexuan.scoring.tally:
 
 - the 获者 calls 获 (a 宫 note, then a 商 note 9/8 above it) after an arrow that touched a 侯 when
   the archer is the 公 (「唯公所中，中三侯皆获」; his 着侯 only under O21 优君, the default), or
@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_support import run_cli
 
 from yuexuan.cli import main
@@ -295,7 +294,7 @@ def test_render_follows_the_log(tmp_path):
     ceremony/courtyard.toml (the 乏, fa_m; the seat), the mouth's height from the instrument file."""
     import soundfile as sf
 
-    from yuexuan.audio import voice
+    from yuexuan.audio.voice import takes
     from yuexuan.compiler import compile_file, compile_path
     from yuexuan.scoring.shots import read_shots
 
@@ -327,7 +326,7 @@ def test_render_follows_the_log(tmp_path):
             encoding="utf-8"))["position_m"][2]
         delay_s = math.dist(seat, (fa[0], fa[1], mouth_m)) / 343.0
         # the call's consonant (获: h) goes before the note's time, its vowel on it
-        delay_s -= voice.lead_samples(voice.reading_of(gong.lyric), 8000) / 8000
+        delay_s -= takes.lead_samples(takes.reading_of(gong.lyric), 8000) / 8000
         start, end = onsets["log", hou]
         print(f"获者·{hou}: onset {start:.4f} s, note {gong.time:.4f} s + {delay_s * 1e3:.1f} ms "
               f"from its 乏: error {(start - gong.time - delay_s) * 1e3:+.2f} ms")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from yuexuan import cli
-from yuexuan.formats import captions as sidecars
 from yuexuan.compiler import compile_file
+from yuexuan.formats import captions as sidecars
 from yuexuan.rite import pieces as pieces_mod
 from yuexuan.timeline import from_dict, to_dict
 

@@ -11,7 +11,10 @@ import pytest
 import soundfile as sf
 from scipy import signal
 
-from yuexuan.audio import loudness, notecache, space, synth
+from yuexuan.audio.engine import notecache
+from yuexuan.audio.loudness import bs1770
+from yuexuan.audio.room import space
+from yuexuan.audio.synthesis import synth
 from yuexuan.rite import instruments
 from yuexuan.rite.tuning import parse_pitch
 
@@ -283,8 +286,8 @@ def test_loudness_matches_pyloudnorm_and_streams():
     t = np.arange(SR * 12) / SR
     x = np.stack([0.3 * np.sin(2 * np.pi * 440 * t) * (t > 2), 0.05 * rng.standard_normal(len(t))], 1)
     ref = pyloudnorm.Meter(SR).integrated_loudness(x)
-    whole = loudness.integrated_loudness(x, SR)
-    m = loudness.LoudnessMeter(SR)
+    whole = bs1770.integrated_loudness(x, SR)
+    m = bs1770.LoudnessMeter(SR)
     for i in range(0, len(x), 7777):
         m.feed(x[i:i + 7777])
     assert abs(whole - ref) < 0.1
@@ -295,12 +298,13 @@ def test_true_peak_sees_between_the_samples():
     t = np.arange(SR) / SR
     x = np.sin(2 * np.pi * SR / 4 * t + np.pi / 4)[:, None] * np.ones(2)     # samples at ±0.707
     assert 20 * np.log10(np.abs(x).max()) == pytest.approx(-3.01, abs=0.01)
-    assert loudness.true_peak_dbtp(x) == pytest.approx(0.0, abs=0.2)
+    assert bs1770.true_peak_dbtp(x) == pytest.approx(0.0, abs=0.2)
     ref = np.abs(signal.resample_poly(x, 4, 1, axis=0)).max()
-    assert loudness.true_peak_dbtp(x) == pytest.approx(20 * np.log10(ref), abs=0.2)
+    assert bs1770.true_peak_dbtp(x) == pytest.approx(20 * np.log10(ref), abs=0.2)
 
 
-from hypothesis import given, settings, strategies as st   # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 
 @settings(max_examples=25, deadline=None)
@@ -312,9 +316,9 @@ def test_meters_do_not_depend_on_how_the_stream_is_cut(cuts, seed):
     n = SR * 3
     x = (rng.standard_normal((n, 2)) * np.linspace(0.01, 0.3, n)[:, None]).astype(np.float32)
     x[SR // 2:SR] = 0.0                                   # a silent stretch mid-stream
-    whole_l = loudness.integrated_loudness(x, SR)
-    whole_tp = loudness.true_peak_dbtp(x)
-    meter, tp = loudness.LoudnessMeter(SR), loudness.TruePeakMeter(exact=True)
+    whole_l = bs1770.integrated_loudness(x, SR)
+    whole_tp = bs1770.true_peak_dbtp(x)
+    meter, tp = bs1770.LoudnessMeter(SR), bs1770.TruePeakMeter(exact=True)
     pos = 0
     for c in cuts + [n]:
         meter.feed(x[pos:pos + c])

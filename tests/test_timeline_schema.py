@@ -16,7 +16,8 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from yuexuan import timeline, timeline_schema
 from yuexuan.compiler import compile_file

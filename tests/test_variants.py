@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from yuexuan.compiler import compile_path
-from yuexuan.rite import courtyard, pieces as pieces_mod, variants
+from yuexuan.rite import courtyard, variants
+from yuexuan.rite import pieces as pieces_mod
 from yuexuan.rite.tuning import parse_pitch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from yuexuan.audio import mix, notecache
-from yuexuan.audio.plan import Options, plan
+from yuexuan.audio.engine import mix, notecache
+from yuexuan.audio.engine.plan import Options, plan
 from yuexuan.rite import courtyard
 
 RATE = 8000

@@ -20,12 +20,13 @@ import numpy as np
 import parselmouth
 import pytest
 import soundfile as sf
+from cli_support import run_cli
 from parselmouth.praat import call
 
-from cli_support import run_cli
-from yuexuan.audio import glottal, render, singer, voice
-from yuexuan.audio.lines import readings
-from yuexuan.audio.plan import Options
+from yuexuan.audio.engine import render
+from yuexuan.audio.engine.plan import Options
+from yuexuan.audio.voice import glottal, singer, takes
+from yuexuan.audio.voice.line_readings import readings
 from yuexuan.compiler import compile_path
 from yuexuan.rite import courtyard, instruments
 from yuexuan.timeline import Timeline
@@ -86,7 +87,7 @@ def test_one_singer_without_vibrato_has_jitter_and_shimmer():
     """Praat's local jitter 0.2–0.6 % (the model's setting; healthy voices 0.2–1 %) and a shimmer."""
     v = singer.voice_of(INSTS["歌"].synth)
     v = dataclasses.replace(v, pitch=dataclasses.replace(v.pitch, vibrato_cents=0.0, glide_cents=0.0))
-    x, lead = singer.render(voice.reading_of("啊"), 172.5, 1.5, 90, SR, seed=11, voice=v)
+    x, lead = singer.render(takes.reading_of("啊"), 172.5, 1.5, 90, SR, seed=11, voice=v)
     snd = _sound(x[lead + int(0.1 * SR):lead + int(1.4 * SR)])
     pp = call(snd, "To PointProcess (periodic, cc)", 75, 500)
     jitter = call(pp, "Get jitter (local)", 0, 0, 0.0001, 0.02, 1.3) * 100
@@ -98,7 +99,7 @@ def test_one_singer_without_vibrato_has_jitter_and_shimmer():
 @pytest.mark.parametrize("word", ["好", "周", "呦"])
 def test_diphthongs_glide_their_second_formant(word):
     """Within the syllable F2 (Praat, Burg) moves more than 100 Hz: hao, zhou, you glide."""
-    x, lead = singer.render(voice.reading_of(word), 172.5, 0.9, 90, SR, seed=3,
+    x, lead = singer.render(takes.reading_of(word), 172.5, 0.9, 90, SR, seed=3,
                             voice=singer.voice_of(INSTS["歌"].synth))
     fm = _sound(x[:lead + int(0.9 * SR)]).to_formant_burg(0.01, 5, 5000, 0.025, 50)
     ts = np.arange(lead / SR + 0.03, lead / SR + 0.87, 0.01)
@@ -114,7 +115,7 @@ def test_spoken_calls_are_voiced_and_each_word_its_own_formants():
     the loud frames voiced; their (F1, F2) tracks differ word from word."""
     tracks = {}
     for word, who in (("留", "大射正"), ("扬", "大射正"), ("方", "大射正"), ("诺", "负侯者·参")):
-        x = voice.take(INSTS[who].synth, voice.reading_of(word), None, 90, 0.7, SR, seed=5)
+        x = takes.take(INSTS[who].synth, takes.reading_of(word), None, 90, 0.7, SR, seed=5)
         y = librosa.resample(x, orig_sr=SR, target_sr=16000)
         _, voiced, _ = librosa.pyin(y, fmin=70, fmax=600, sr=16000, frame_length=1024, hop_length=160)
         rms = librosa.feature.rms(y=y, frame_length=1024, hop_length=160)[0][:len(voiced)]
@@ -151,7 +152,7 @@ def luming(tmp_path_factory):
     said = readings(tl.notes, {"歌": "voice"})
     seat = courtyard.listeners()["宾"].position_m
     travel = math.dist(tl.cues[0].places["歌"]["position_m"], seat) / 343.0
-    starts = np.array([n.time - voice.lead_samples(said[tl.notes.index(n)], SR) / SR + travel for n in sung])
+    starts = np.array([n.time - takes.lead_samples(said[tl.notes.index(n)], SR) / SR + travel for n in sung])
     return tl, x.mean(axis=1), starts, {id(n): said[tl.notes.index(n)] for n in sung}
 
 

@@ -23,9 +23,8 @@ def main() -> int:
     work = SEED.with_name(f"seed.{os.getpid()}")
     os.environ["NUMBA_CACHE_DIR"] = str(work)
     work.mkdir(parents=True, exist_ok=True)
-    import numpy as np
-
     import librosa
+    import numpy as np
 
     from yuexuan.check.drum import band
 

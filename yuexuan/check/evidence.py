@@ -4,7 +4,7 @@ its confidence, the planned stroke it was matched to, and which verdicts rest on
 Pure functions of the drum finder's result (:class:`DrumEvidence`); the command writes them out
 (``--beats-out``, ``--plot``, the ``uncertain`` column). A verdict is *uncertain* when it rests on
 the drum — the shot would be released on a stroke and refused off it (the rules of
-:func:`yuexuan.scoring.shiho.decide` run both ways) — and either
+:func:`yuexuan.scoring.tally.decide` run both ways) — and either
 
 - it was released on a stroke whose confidence is below the finder's threshold, or
 - it was refused off the drum while a planned stroke that was *not* heard falls within
@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.check.drum.finder import DrumEvidence
-from yuexuan.scoring import shiho
+from yuexuan.scoring import tally
 from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shots import Shots
 
@@ -78,19 +78,19 @@ class ShotEvidence(NamedTuple):
     uncertain: npt.NDArray[np.bool_]
 
 
-def rests_on_drum(shots: Shots, settings: shiho.Settings) -> npt.NDArray[np.bool_]:
+def rests_on_drum(shots: Shots, settings: tally.Settings) -> npt.NDArray[np.bool_]:
     """True for a shot released on a stroke and refused off it (the rules run both ways)."""
     n = len(shots)
-    must = shiho.hou_of_pairs(shots.rank, shots.pair)
-    on, _ = shiho.decide(shots.round, shots.rank, shots.target, shots.result, must,
+    must = tally.hou_of_pairs(shots.rank, shots.pair)
+    on, _ = tally.decide(shots.round, shots.rank, shots.target, shots.result, must,
                          np.ones(n, dtype=bool), settings)
-    off, _ = shiho.decide(shots.round, shots.rank, shots.target, shots.result, must,
+    off, _ = tally.decide(shots.round, shots.rank, shots.target, shots.result, must,
                           np.zeros(n, dtype=bool), settings)
     return (on != off) & (shots.round == 3)
 
 
-def shot_evidence(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, v: shiho.Verdict,
-                  settings: shiho.Settings, own_s: npt.NDArray[np.float64] | None = None) -> ShotEvidence:
+def shot_evidence(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, v: tally.Verdict,
+                  settings: tally.Settings, own_s: npt.NDArray[np.float64] | None = None) -> ShotEvidence:
     """The confidence behind each verdict and the uncertain marks. ``own_s`` (``--own-jie``): the
     planned stroke of each shot's own 节 (timeline s, NaN: none); then only that stroke, not
     heard, casts doubt on a refusal."""

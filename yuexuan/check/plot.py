@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from yuexuan.check.evidence import DrumEvidence, ShotEvidence, rests_on_drum
 from yuexuan.formats.svgstyle import FONT, SVG_NS
-from yuexuan.scoring import shiho
+from yuexuan.scoring import tally
 from yuexuan.scoring.shots import Shots
 
 WIDTH = 1400.0            # px
@@ -120,17 +120,17 @@ def _shot_mark(g: ET.Element, x: float, y: float, released: bool, tip: str) -> N
               f"L{x + r:.1f},{y - r:.1f}")
 
 
-def _shot_tip(shots: Shots, v: shiho.Verdict, proof: ShotEvidence, i: int) -> str:
+def _shot_tip(shots: Shots, v: tally.Verdict, proof: ShotEvidence, i: int) -> str:
     c = proof.stroke_confidence[i]
     return (f"row {i + 1}: {shots.archers[i]} at {v.clock_s[i]:.3f} s, "
-            f"{'released' if v.released[i] else 'refused'} ({shiho.REASONS[v.reason[i]]}); "
+            f"{'released' if v.released[i] else 'refused'} ({tally.REASONS[v.reason[i]]}); "
             f"offset {1000 * v.offset_s[i]:+.0f} ms"
             + ("" if c != c else f"; stroke confidence {c:.2f}")
             + ("; UNCERTAIN" if proof.uncertain[i] else ""))
 
 
 def _lanes(g: ET.Element, ev: DrumEvidence, plan: npt.NDArray[np.float64], ax: _Axis, top: float,
-           shots: Shots, v: shiho.Verdict, proof: ShotEvidence,
+           shots: Shots, v: tally.Verdict, proof: ShotEvidence,
            r3: npt.NDArray[np.bool_], zoom: bool) -> float:
     """Strength, strokes, plan and shots between ``top`` and the returned bottom (px)."""
     al = ev.alignment
@@ -177,11 +177,11 @@ def _lanes(g: ET.Element, ev: DrumEvidence, plan: npt.NDArray[np.float64], ax: _
     return y_shot + 12
 
 
-def evidence_svg(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, v: shiho.Verdict,
-                 proof: ShotEvidence, settings: shiho.Settings | None = None,
+def evidence_svg(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, v: tally.Verdict,
+                 proof: ShotEvidence, settings: tally.Settings | None = None,
                  title: str = "") -> str:
     """The SVG text of the plot (see the module's doc)."""
-    settings = settings or shiho.Settings()
+    settings = settings or tally.Settings()
     r3 = np.asarray(shots.round) == 3
     times = np.concatenate((plan, ev.alignment.live_s, v.clock_s[r3]))
     t0, t1 = (float(times.min()) - 1.0, float(times.max()) + 1.0) if len(times) else (0.0, 1.0)
@@ -218,7 +218,7 @@ def evidence_svg(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, 
             width=f"{float(zx(c + tol) - zx(c - tol)):.1f}", height="145",
             tip=f"±{1000 * tol:.0f} ms around the shot")
         _el(g, "text", f"row {i + 1} · {shots.archers[i]} · "
-                       f"{'released' if v.released[i] else 'refused'} {shiho.REASONS[v.reason[i]]}"
+                       f"{'released' if v.released[i] else 'refused'} {tally.REASONS[v.reason[i]]}"
                        + (" ?" if proof.uncertain[i] else ""), x=f"{x0:.1f}", y=f"{top + 12:.1f}")
         b = _lanes(g, ev, plan, zx, top, shots, v, proof, r3 & (np.arange(len(r3)) == i), zoom=True)
         _time_axis(g, zx, b + 4, n=4)

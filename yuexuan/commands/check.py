@@ -17,7 +17,7 @@ import numpy.typing as npt
 from yuexuan import atomic
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
-from yuexuan.scoring import ownjie, report, rules, shiho
+from yuexuan.scoring import arrow_stroke, report, rules, tally
 from yuexuan.scoring.shots import Shots, read_shots
 from yuexuan.timeline import at_ceremony_times
 
@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
                         file=args.cues)
     bound = own = judging.bound_strokes(shots.round, shots.archers, shots.time + offset)
     if bound is not None and alignment is not None:
-        bound = ownjie.live_strokes(bound, plan, alignment)     # bound is own here
-    verdict = shiho.evaluate_shots(shots, beats, offset, settings, bound)
+        bound = arrow_stroke.live_strokes(bound, plan, alignment)     # bound is own here
+    verdict = tally.evaluate_shots(shots, beats, offset, settings, bound)
     proof = None
     if found is not None and drum is not None:              # drum: found's summary
         proof = evidence.shot_evidence(found, plan, shots, verdict, settings, own)
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         _write_evidence(args, found, plan, shots, verdict, proof, settings)
     warnings = list(shots.warnings) + [
         f"{a} looses {n} arrows in round {r}; an archer has four (乘矢)"
-        for r, a, n in shiho.over_four(shots.round, shots.archers)]
+        for r, a, n in tally.over_four(shots.round, shots.archers)]
     for w in warnings:
         print(f"yuexuan check: warning: {w}", file=sys.stderr)
     meta = {"cues": str(args.cues), "shots": str(args.shots), "shejie_cues": cue_ids,
@@ -125,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_evidence(args: argparse.Namespace, found: DrumEvidence, plan: npt.NDArray[np.float64],
-                    shots: Shots, verdict: shiho.Verdict, proof: ShotEvidence,
-                    settings: shiho.Settings) -> None:
+                    shots: Shots, verdict: tally.Verdict, proof: ShotEvidence,
+                    settings: tally.Settings) -> None:
     """``--beats-out`` and ``--plot``, each written atomically."""
     from yuexuan.check import evidence
 

@@ -8,8 +8,9 @@ import numpy as np
 import soundfile as sf
 
 from yuexuan import atomic
-from yuexuan.audio import ensemble, synth, voice
-from yuexuan.audio.output import output_format
+from yuexuan.audio.engine.output import output_format
+from yuexuan.audio.synthesis import synth
+from yuexuan.audio.voice import ensemble, takes
 from yuexuan.commands.common import data_source
 from yuexuan.errors import UserError
 from yuexuan.rite import instruments
@@ -66,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
         if not 1 <= count <= 64:
             raise UserError("voices must be 1..64", key="--voices")
         try:
-            reading = voice.reading_of(args.lyric)
+            reading = takes.reading_of(args.lyric)
         except ValueError as exc:
             raise UserError(str(exc), key="--lyric") from None
-        x = voice.dry_ensemble(inst.synth, reading, hz, args.velocity, args.duration, args.sample_rate,
+        x = takes.dry_ensemble(inst.synth, reading, hz, args.velocity, args.duration, args.sample_rate,
                                seed, inst.name, count)
     else:
         if args.voices is not None:

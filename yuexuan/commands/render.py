@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from yuexuan.audio import render
+from yuexuan.audio.engine import render
 from yuexuan.commands.common import (
     add_cues_argument,
     add_selection_argument,

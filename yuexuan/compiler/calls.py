@@ -17,7 +17,7 @@ from yuexuan.rite.cuesheet_roster import miss_place
 from yuexuan.rite.instruments import members
 from yuexuan.rite.tuning import parse_pitch, wusheng
 from yuexuan.rite.vocabulary import ARCHER_RANKS, TARGETS, ZHENG_CALLS
-from yuexuan.scoring.shiho import OWN_HOU
+from yuexuan.scoring.tally import OWN_HOU
 
 #: the 获者 of each 侯 is the instrument ``获者·<侯>`` (:func:`huo_caller`)
 HUO_GROUP = "获者"
@@ -36,7 +36,7 @@ def huo_caller(hou: str) -> str:
 
 def pair_hou(pair: Pair) -> str:
     """The 侯 ``pair`` shoots: its senior archer's (「公射大侯，大夫射参，士射干」; 「卑者与尊者为耦，
-    不异侯」), by :data:`yuexuan.scoring.shiho.OWN_HOU`, the checker's table."""
+    不异侯」), by :data:`yuexuan.scoring.tally.OWN_HOU`, the checker's table."""
     senior = min(ARCHER_RANKS.index(pair.upper.rank), ARCHER_RANKS.index(pair.lower.rank))
     return TARGETS[int(OWN_HOU[senior])]
 

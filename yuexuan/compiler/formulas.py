@@ -2,10 +2,10 @@
 and the 释获者's count at the 数获, the same count ``check`` computes for that round.
 
 The count of a round comes from the shot log (``--shots LOG``) when the log has rows of that round,
-judged by :func:`yuexuan.scoring.shiho.evaluate_shots` against the 射节 strokes compiled so far with
+judged by :func:`yuexuan.scoring.tally.evaluate_shots` against the 射节 strokes compiled so far with
 the settings ``check`` uses (:func:`yuexuan.scoring.rules.settings_for`); else from the cue sheet's
 ``hits`` strings (every ``x`` a 贯 on the pair's 侯, on the drum), through the same
-:func:`~yuexuan.scoring.shiho.decide` and :func:`~yuexuan.scoring.shiho.tallies`.
+:func:`~yuexuan.scoring.tally.decide` and :func:`~yuexuan.scoring.tally.tallies`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS, CueSheet, CueSpec
 from yuexuan.rite.cuesheet_speech import slots
 from yuexuan.rite.vocabulary import ARCHER_RANKS, ROLES
-from yuexuan.scoring import rules, shiho
+from yuexuan.scoring import rules, tally
 from yuexuan.scoring.shots import Shots
 
 SPOKEN_FRACTION = 0.9        # a syllable's note fills this share of its slot
@@ -40,12 +40,12 @@ class Tally:
         s = self.shots
         if s is not None and (s.round == round_).any():
             beats = np.sort(np.array([x.time for x in b.beats], dtype=np.float64))
-            verdict = shiho.evaluate_shots(s, beats, 0.0, self.settings)
+            verdict = tally.evaluate_shots(s, beats, 0.0, self.settings)
         else:
             verdict = self._from_hits(round_)
         return next(str(t["announcement"]) for t in verdict.tallies if t["round"] == round_)
 
-    def _from_hits(self, round_: int) -> shiho.Verdict:
+    def _from_hits(self, round_: int) -> tally.Verdict:
         """The verdict of the cue sheet's ``hits`` for ``round_``: every arrow of the pairs its
         shooting cues name, a hit being 贯 on the pair's 侯 and on the drum."""
         rows: list[tuple[int, int, bool, int]] = []        # rank, role, hit, pair
@@ -59,13 +59,13 @@ class Tally:
         a = np.array(rows, dtype=np.int64).reshape(-1, 4)
         ranks, roles, hits, pairs = a[:, 0], a[:, 1], a[:, 2].astype(bool), a[:, 3]
         rnd = np.full(len(a), round_, dtype=np.int8)
-        must = shiho.hou_of_pairs(ranks, pairs)
-        result = np.where(hits, shiho.GUAN, shiho.BU_ZHONG)
-        released, reason = shiho.decide(rnd, ranks, must, result, must, np.ones(len(a), dtype=bool),
+        must = tally.hou_of_pairs(ranks, pairs)
+        result = np.where(hits, tally.GUAN, tally.BU_ZHONG)
+        released, reason = tally.decide(rnd, ranks, must, result, must, np.ones(len(a), dtype=bool),
                                         self.settings)
         nan = np.full(len(a), np.nan)
-        return shiho.Verdict(nan, nan, nan, np.ones(len(a), dtype=bool), released, reason,
-                             shiho.tallies(rnd, roles, released))
+        return tally.Verdict(nan, nan, nan, np.ones(len(a), dtype=bool), released, reason,
+                             tally.tallies(rnd, roles, released))
 
 
 def speech_cue(b: Builder, spec: CueSpec, t0: float, tally: Tally) -> Placed:

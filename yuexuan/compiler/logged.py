@@ -9,7 +9,7 @@ that falls in none of them but after the previous round's shooting and before it
 last shooting cue ends (a hit logged before the 射节 starts, or between two of its cues) is called
 too (:meth:`LoggedCalls.sound_between`): the 获者 calls a hit on his 侯 whatever the drum, it is
 the 释获者 who holds back the 算. Which hits the 获者 calls is the checker's rule
-(:func:`yuexuan.scoring.shiho.huo_called`: one source of truth).
+(:func:`yuexuan.scoring.tally.huo_called`: one source of truth).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from yuexuan.compiler.calls import huo_calls, zheng_calls
 from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS, CueSpec
 from yuexuan.rite.vocabulary import RESULTS, TARGETS, ZHENG_CALLS
-from yuexuan.scoring import shiho
+from yuexuan.scoring import tally
 from yuexuan.scoring.shots import Shots
 from yuexuan.timeline import Cue
 
@@ -46,9 +46,9 @@ class LoggedCalls:
     def __init__(self, shots: Shots, vdefs: dict[str, Any], chosen: dict[str, str]) -> None:
         self.shots = shots
         counted = variants_mod.effect(vdefs, chosen, "gong_outside_hu")["counted"]      # O21
-        settings = shiho.Settings(gong_outside_hu=counted)
-        self.huo = shiho.huo_called(shots.rank, shots.target, shots.result, shots.pair, settings)
-        self.zheng = (shots.rank == shiho.GONG) & np.isin(shots.result, _ZHENG_CODES)
+        settings = tally.Settings(gong_outside_hu=counted)
+        self.huo = tally.huo_called(shots.rank, shots.target, shots.result, shots.pair, settings)
+        self.zheng = (shots.rank == tally.GONG) & np.isin(shots.result, _ZHENG_CODES)
         self.used = np.zeros(len(shots), dtype=bool)
 
     @property

@@ -1,8 +1,8 @@
 """The live judge: shots judged one at a time as they arrive, exactly as ``check`` judges the log.
 
 :class:`Judge` holds the shots so far as a shot log's rows, each validated and coded by the
-reader's own code as it arrives (:class:`yuexuan.scoring.rowbyrow.ShotColumns`), and at each shot
-judges them all again with :func:`yuexuan.scoring.shiho.evaluate` under the
+reader's own code as it arrives (:class:`yuexuan.scoring.growing_log.ShotColumns`), and at each shot
+judges them all again with :func:`yuexuan.scoring.tally.evaluate` under the
 :class:`yuexuan.scoring.rules.Rules` that ``check`` builds from the same options. So the verdict of
 shot *n* is, by construction, the verdict ``check`` gives row *n* of the log of shots 1..n (a later
 shot may change an earlier verdict — a partner's rank, an arrow's number under ``--own-jie`` — and
@@ -38,9 +38,9 @@ import numpy as np
 
 from yuexuan.errors import UserError
 from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ZHENG_CALLS
-from yuexuan.scoring import report, shiho
+from yuexuan.scoring import report, tally
+from yuexuan.scoring.growing_log import ShotColumns, changed, row_at
 from yuexuan.scoring.logread import FIELDS
-from yuexuan.scoring.rowbyrow import ShotColumns, changed, row_at
 from yuexuan.scoring.rules import Rules
 from yuexuan.timeline import Timeline
 
@@ -88,11 +88,11 @@ class JudgedShot:
     number: int                # 1-based row of the log (shot number)
     row: dict[str, Any]        # report.FIELDS_OUT → value (None = empty, bools, floats, str, int)
     released: bool
-    reason: str                # a shiho.REASONS entry
-    huo: bool                  # the 获者 calls 获 (shiho.huo_called: the arrow hit a 侯 it may)
+    reason: str                # a tally.REASONS entry
+    huo: bool                  # the 获者 calls 获 (tally.huo_called: the arrow hit a 侯 it may)
     zheng: str | None          # the 大射正's call (留 | 扬 | 方) after a 公's miss, else None
     loose_s: float | None      # the pending loose's time taken as the shot's time, else None
-    tallies: list[dict[str, Any]]  # shiho.tallies of every shot so far (rounds 2, 3)
+    tallies: list[dict[str, Any]]  # tally.tallies of every shot so far (rounds 2, 3)
     # earlier shots whose verdict this one changed: (number, row)
     revised: tuple[tuple[int, dict[str, Any]], ...] = ()
     round_end: RoundEnd | None = None
@@ -141,7 +141,7 @@ class Judge:
         self._rows: list[dict[str, Any]] = []         # the latest verdict row of every shot
         self._arrows: dict[tuple[int, str], int] = {}         # (round, archer) → shots so far
         self._ended: set[int] = set()         # rounds announced
-        self.verdict: shiho.Verdict | None = None
+        self.verdict: tally.Verdict | None = None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -247,7 +247,7 @@ class Judge:
             return
         shots = self._log.shots()
         bound = self.rules.bound_strokes(shots.round, shots.archers, shots.time)
-        self.verdict = shiho.evaluate_shots(shots, self.rules.plan_s, 0.0, self.rules.settings,
+        self.verdict = tally.evaluate_shots(shots, self.rules.plan_s, 0.0, self.rules.settings,
                                             bound)
         self._rows = [row_at(shots, self.verdict, k) for k in range(len(self._rows))]
 
@@ -285,7 +285,7 @@ class Judge:
         """Judge every shot again; the JudgedShot of shot ``index`` (0-based)."""
         shots = self._log.shots()
         bound = self.rules.bound_strokes(shots.round, shots.archers, shots.time)
-        verdict = shiho.evaluate_shots(shots, self.rules.plan_s, 0.0, self.rules.settings, bound)
+        verdict = tally.evaluate_shots(shots, self.rules.plan_s, 0.0, self.rules.settings, bound)
         moved = [int(k) for k in changed(self.verdict, verdict) if k != index]
         self.verdict = verdict
         if added:
@@ -295,24 +295,24 @@ class Judge:
         revised = tuple((k + 1, self._rows[k]) for k in moved)
         rank, result = ARCHER_RANKS[shots.rank[index]], RESULTS[shots.result[index]]
         # the 获者 calls by the whole log (a partner's rank decides the 侯), as compile --shots does
-        huo = bool(shiho.huo_called(shots.rank, shots.target, shots.result, shots.pair,
+        huo = bool(tally.huo_called(shots.rank, shots.target, shots.result, shots.pair,
                                     self.rules.settings)[index])
         round_ = int(shots.round[index])
         arrows = self._arrows.get((round_, shots.archers[index]), 0)
         warnings = ((f"{shots.archers[index]} looses {arrows} arrows in round {round_}; an "
-                     "archer has four (乘矢)",) if added and arrows > shiho.MAX_ARROWS else ())
+                     "archer has four (乘矢)",) if added and arrows > tally.MAX_ARROWS else ())
         return JudgedShot(index + 1, self._rows[index], bool(verdict.released[index]),
-                          shiho.REASONS[verdict.reason[index]], huo,
+                          tally.REASONS[verdict.reason[index]], huo,
                           result if rank == "公" and result in ZHENG_CALLS else None,
                           loose_s, verdict.tallies, revised,
                           self._round_end(verdict, round_) if added else None, warnings)
 
-    def _round_end(self, verdict: shiho.Verdict, round_: int) -> RoundEnd | None:
+    def _round_end(self, verdict: tally.Verdict, round_: int) -> RoundEnd | None:
         """The round's announcement, once, when every archer of its roster has four arrows."""
         roster = self.rosters.get(round_)
         if not roster or round_ in self._ended:
             return None
-        if any(self._arrows.get((round_, a), 0) < shiho.MAX_ARROWS for a in roster):
+        if any(self._arrows.get((round_, a), 0) < tally.MAX_ARROWS for a in roster):
             return None
         self._ended.add(round_)
         tally = next((t for t in verdict.tallies if t["round"] == round_), None)

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
-from yuexuan.scoring import shiho
+from yuexuan.scoring import tally
 from yuexuan.scoring.shots import Shots
 
 FIELDS_OUT = ("time", "archer", "rank", "role", "target", "result", "pair", "round",
@@ -55,7 +55,7 @@ def fields_out(evidence: Evidence | None) -> tuple[str, ...]:
     return FIELDS_OUT + (EVIDENCE_FIELDS if evidence is not None else ())
 
 
-def shot_columns(shots: Shots, v: shiho.Verdict, evidence: Evidence | None = None) -> list[list[Any]]:
+def shot_columns(shots: Shots, v: tally.Verdict, evidence: Evidence | None = None) -> list[list[Any]]:
     """The fields of :func:`fields_out` as columns of Python values, one a shot; None is null.
 
     ``on_beat`` is None outside round 3 (no drum there). ``evidence`` is a
@@ -77,18 +77,18 @@ def shot_columns(shots: Shots, v: shiho.Verdict, evidence: Evidence | None = Non
         _seconds(v.offset_s),
         np.where(r3, v.on_beat, np.array(None, dtype=object)).tolist(),
         v.released.tolist(),
-        _names(v.reason, shiho.REASONS),
+        _names(v.reason, tally.REASONS),
         *more,
     ]
 
 
-def render_json(shots: Shots, v: shiho.Verdict, settings: dict[str, Any], drum: dict[str, Any] | None,
+def render_json(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum: dict[str, Any] | None,
                 warnings: Sequence[str] = (), evidence: Evidence | None = None) -> str:
     """``{"shots": [...], "tallies": [...], "settings": {...}, "rules": {...}, "warnings": [...],
     "drum": {...}}``; ``drum`` only when the beats came from a recording."""
     records = [dict(zip(fields_out(evidence), row))
                for row in zip(*shot_columns(shots, v, evidence))]
-    doc = {"shots": records, "tallies": v.tallies, "settings": settings, "rules": shiho.RULES,
+    doc = {"shots": records, "tallies": v.tallies, "settings": settings, "rules": tally.RULES,
            "warnings": list(warnings)}
     if drum is not None:
         doc["drum"] = drum
@@ -100,7 +100,7 @@ def _csv_cell(value: Any) -> Any:
     return ("false", "true")[value] if isinstance(value, bool) else value
 
 
-def render_csv(shots: Shots, v: shiho.Verdict, evidence: Evidence | None = None) -> str:
+def render_csv(shots: Shots, v: tally.Verdict, evidence: Evidence | None = None) -> str:
     """A header row, then one row per shot (:func:`fields_out`); empty cells for null, CRLF
     line ends."""
     names = fields_out(evidence)
@@ -137,7 +137,7 @@ def uncertain_line(evidence: Evidence, threshold: float) -> str | None:
             f"(--beats-out, --plot)")
 
 
-def tally_lines(v: shiho.Verdict) -> list[str]:
+def tally_lines(v: tally.Verdict) -> list[str]:
     """Each scored round's 算 and announcement, one line a round."""
     return [f"round {t['round']}: 右 {t['右']} 算, 左 {t['左']} 算 — {t['announcement']}"
             for t in v.tallies]
@@ -169,7 +169,7 @@ def _pad(s: str, w: int, right: bool = False) -> str:
     return fill + s if right else s + fill
 
 
-def render_table(shots: Shots, v: shiho.Verdict, settings: dict[str, Any], drum: dict[str, Any] | None,
+def render_table(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum: dict[str, Any] | None,
                  warnings: Sequence[str] = (), evidence: Evidence | None = None) -> str:
     """A table for people: one line a shot, then the settings and each round's 算 and
     announcement. With ``evidence``, two more columns: the stroke's confidence and ``?`` for an
@@ -185,7 +185,7 @@ def render_table(shots: Shots, v: shiho.Verdict, settings: dict[str, Any], drum:
                      ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
                      RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
                      "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",
-                     "算" if v.released[i] else "·", shiho.REASONS[v.reason[i]])
+                     "算" if v.released[i] else "·", tally.REASONS[v.reason[i]])
                     + (() if evidence is None else _evidence_cells(evidence, i)))
     widths = [max([_width(h)] + [_width(r[k]) for r in rows]) for k, h in enumerate(head)]
     numeric = {0, 1, 5, 8, 9, 12}

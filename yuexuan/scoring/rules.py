@@ -1,7 +1,7 @@
 """The judging options shared by ``check`` and the live judge (``play --osc``): one setup of the rules.
 
 :func:`add_arguments` declares ``--tolerance``, ``--cue``, ``--strict-gong`` and ``--own-jie``;
-:func:`rules_for` turns them and the timeline into :class:`Rules` — the :class:`shiho.Settings`
+:func:`rules_for` turns them and the timeline into :class:`Rules` — the :class:`tally.Settings`
 (with the cue sheet's ``gong_exempt`` and ``gong_outside_hu`` variants), the planned 建鼓 strokes
 of the 射节 cue(s) and, for ``--own-jie``, the stroke each arrow is bound to. ``check`` and
 :class:`yuexuan.live.judge.Judge` both build their rules here, so a verdict given live is the one
@@ -22,10 +22,10 @@ import numpy.typing as npt
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
-from yuexuan.scoring import ownjie, shiho
+from yuexuan.scoring import arrow_stroke, tally
 from yuexuan.timeline import Beat, Timeline, chosen_cues
 
-DEFAULT_TOLERANCE_S = shiho.Settings().tolerance_s
+DEFAULT_TOLERANCE_S = tally.Settings().tolerance_s
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,7 +74,7 @@ def shejie_beats(timeline: Timeline, cue: str | None) -> tuple[npt.NDArray[np.fl
 class Rules:
     """How shots are judged: the settings of the open readings and the drum's planned strokes."""
 
-    settings: shiho.Settings
+    settings: tally.Settings
     plan_s: npt.NDArray[np.float64]        # planned 建鼓 strokes of the 射节 cue(s), timeline s, ascending
     cue_ids: list[str]          # the 射节 cue ids whose strokes count
     own_jie: bool             # --own-jie: each arrow on its own 节's stroke
@@ -86,7 +86,7 @@ class Rules:
         without --own-jie (then the nearest stroke of :attr:`plan_s` counts)."""
         if not self.own_jie:
             return None
-        return ownjie.own_strokes(self.timeline_beats, self.cue_ids, round_, archers, time_s)
+        return arrow_stroke.own_strokes(self.timeline_beats, self.cue_ids, round_, archers, time_s)
 
 
 def rules_for(timeline: Timeline, source: DataSource, tolerance_s: float = DEFAULT_TOLERANCE_S,
@@ -100,14 +100,14 @@ def rules_for(timeline: Timeline, source: DataSource, tolerance_s: float = DEFAU
 
 
 def settings_for(chosen: dict[str, str], vdefs: dict[str, Any], tolerance_s: float = DEFAULT_TOLERANCE_S,
-                 strict_gong: bool = False) -> shiho.Settings:
-    """The :class:`shiho.Settings` of a cue sheet's chosen variants (``vdefs``: ceremony/variants.toml):
+                 strict_gong: bool = False) -> tally.Settings:
+    """The :class:`tally.Settings` of a cue sheet's chosen variants (``vdefs``: ceremony/variants.toml):
     what ``check`` judges by, and what the compiler's 释获者 counts by (compiler/formulas.py)."""
     # the cue sheet's gong_exempt variant (O20) decides unless --strict-gong overrides it
     sheet_exempt = chosen.get("gong_exempt", "郑玄") != "strict"
     # O21: the 公's 着侯, as the cue sheet's gong_outside_hu variant says (its default if unset)
     outside = variants_mod.effect(vdefs, chosen, "gong_outside_hu")["counted"]
-    return shiho.Settings(tolerance_s=tolerance_s, gong_exempt=sheet_exempt and not strict_gong,
+    return tally.Settings(tolerance_s=tolerance_s, gong_exempt=sheet_exempt and not strict_gong,
                           gong_outside_hu=outside)
 
 

@@ -2,13 +2,13 @@
 
 Streaming, in two passes over fixed-size blocks (never the whole ceremony in memory):
 
-1. the plan (:mod:`yuexuan.audio.plan`) places every note; its waveforms are synthesised into the
-   plan's cache; blocks of the mix (:mod:`yuexuan.audio.mix`) are measured
-   (:class:`~yuexuan.audio.loudness.LoudnessMeter`);
+1. the plan (:mod:`yuexuan.audio.engine.plan`) places every note; its waveforms are synthesised into the
+   plan's cache; blocks of the mix (:mod:`yuexuan.audio.engine.mix`) are measured
+   (:class:`~yuexuan.audio.loudness.bs1770.LoudnessMeter`);
 2. the gain pass mixes the blocks again (the renderer is deterministic: the same samples; cheaper
    than spooling them, which cost 2.4 s of writing for the whole ceremony's 590 MB), scales them to
    the loudness target, passes them through the look-ahead true-peak limiter, measures them again
-   and writes them (:mod:`yuexuan.audio.output`) to a temporary file beside the target, renamed on
+   and writes them (:mod:`yuexuan.audio.engine.output`) to a temporary file beside the target, renamed on
    success. Stems are mixed in the same blocks with the same gain and limiter envelope, so they add
    up to the mix sample for sample.
 
@@ -31,10 +31,11 @@ import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
-from yuexuan.audio import forked, gainfit, loudness, memory, output, passes
-from yuexuan.audio.output import output_format
-from yuexuan.audio.plan import Options, Plan, plan
-from yuexuan.audio.spool import Spool
+from yuexuan.audio.engine import forked, memory, output, passes
+from yuexuan.audio.engine.output import output_format
+from yuexuan.audio.engine.plan import Options, Plan, plan
+from yuexuan.audio.engine.spool import Spool
+from yuexuan.audio.loudness import bs1770, gainfit
 from yuexuan.formats import captions
 from yuexuan.rite import courtyard
 from yuexuan.rite.courtyard import Listener
@@ -94,7 +95,7 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     memory.limit_arenas()
     p = plan(timeline, options, listener_table)
     sr = p.sample_rate
-    hop = loudness.hop_samples(sr)
+    hop = bs1770.hop_samples(sr)
     block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,7 +131,7 @@ def _gain_passes(timeline: Timeline, p: Plan, out_path: Path, fmt: str, subtype:
     """Pass 2 until the loudness is on target (at most MAX_GAIN_PASSES times), then the sidecars.
     ``bounds``: pass 2's stretches, shared with a forked child; None: one stretch, here."""
     # the gain that the limiter's loss, predicted from each hop's peak, leaves at the target
-    # (yuexuan/audio/gainfit.py); then corrections from the measured passes
+    # (yuexuan/audio/loudness/gainfit.py); then corrections from the measured passes
     hop_peaks = np.concatenate(m.hop_peaks)[:len(m.hops)] if m.hop_peaks else np.zeros((0, 2, 1))
     ceiling = 10 ** ((options.ceiling_dbtp - LIMITER_MARGIN_DB) / 20)
     gain_db = gainfit.first_gain_db(m.hops, hop_peaks, options.target_lufs, ceiling)
@@ -220,12 +221,12 @@ def _report(p: Plan, out_path: Path, block: int, gain: float, m: passes.Measured
     """The figures of a gain pass: loudness from pass 1's hops × gain², re-measured where the
     limiter acted."""
     hops = m.hops * gain ** 2
-    per_block = block // loudness.hop_samples(p.sample_rate)
+    per_block = block // bs1770.hop_samples(p.sample_rate)
     for q in parts:
         for k, sq in q.hops.items():
             hops[k * per_block:k * per_block + len(sq)] = sq
     peak = max(q.peak for q in parts)
-    return Report(str(out_path), p.duration_s, 0, loudness.gated_loudness(hops),
+    return Report(str(out_path), p.duration_s, 0, bs1770.gated_loudness(hops),
                   20 * math.log10(peak) if peak > 0 else float("-inf"), 20 * math.log10(gain),
                   sum(q.limited for q in parts) / p.sample_rate, 0, [str(path) for path in stem_paths])
 

@@ -1,4 +1,4 @@
-"""A shot log that grows one row at a time, kept coded for :func:`yuexuan.scoring.shiho.evaluate`.
+"""A shot log that grows one row at a time, kept coded for :func:`yuexuan.scoring.tally.evaluate`.
 
 Each row is validated alone by :func:`yuexuan.scoring.shots.shots_from_columns` (the reader's own
 checks and vocabularies) and its codes appended, so a live judge does not validate and code the
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.scoring import report, shiho
+from yuexuan.scoring import report, tally
 from yuexuan.scoring.logread import FIELDS, Columns
 from yuexuan.scoring.shots import Shots, shots_from_columns
 
@@ -91,19 +91,19 @@ class ShotColumns:
                      np.array(c["round"], dtype=np.int8), np.arange(1, n + 1, dtype=np.int64))
 
 
-def row_at(shots: Shots, verdict: shiho.Verdict, i: int) -> dict[str, Any]:
+def row_at(shots: Shots, verdict: tally.Verdict, i: int) -> dict[str, Any]:
     """Row ``i`` as ``check --format csv`` gives it (report.shot_columns on that row alone)."""
     k = slice(i, i + 1)
     one = Shots(shots.path, shots.time[k], shots.archers[k], shots.rank[k], shots.role[k],
                 shots.target[k], shots.result[k], shots.pair[k], shots.pair_names,
                 shots.round[k], shots.lines[k])
-    v = shiho.Verdict(verdict.clock_s[k], verdict.nearest_beat[k], verdict.offset_s[k],
+    v = tally.Verdict(verdict.clock_s[k], verdict.nearest_beat[k], verdict.offset_s[k],
                       verdict.on_beat[k], verdict.released[k], verdict.reason[k], [])
     return {name: column[0] for name, column in zip(report.fields_out(None),
                                                      report.shot_columns(one, v))}
 
 
-def changed(old: shiho.Verdict | None, new: shiho.Verdict) -> npt.NDArray[np.intp]:
+def changed(old: tally.Verdict | None, new: tally.Verdict) -> npt.NDArray[np.intp]:
     """Indices (of the rows ``old`` had) whose verdict differs in ``new`` (NaN equals NaN)."""
     if old is None:
         return np.zeros(0, dtype=np.intp)

@@ -3,7 +3,7 @@
 Every function here is pure: :func:`note` depends only on the family, the instrument's ``[synth]``
 table, the frequency (Hz), the velocity, the duration (s), the sample rate and the noise seed, and
 returns a new array. Nothing is cached here; the renderer's cache of waveforms (filled on worker
-threads) is :mod:`yuexuan.audio.notecache`.
+threads) is :mod:`yuexuan.audio.engine.notecache`.
 
 Families (``instruments/*.toml`` ``family``):
 
@@ -11,12 +11,12 @@ Families (``instruments/*.toml`` ``family``):
   (``partials``, ratios to the 正鼓 tone: the 侧鼓 tone ``second_tone_ratio``, its octave, the
   (3,0) doublet 2.81/3), shorter decays for higher partials (docs/render.md, "Bells and stones").
 - ``stone``  磬: inharmonic modes (``partials``) with a bright noise click at the attack.
-- ``drum``   :mod:`yuexuan.audio.drums`: a stick's contact pulse driving membrane modes and the
+- ``drum``   :mod:`yuexuan.audio.synthesis.drums`: a stick's contact pulse driving membrane modes and the
   dense modes above them; ``rattle_strokes`` makes the 鼗's twirl of pellet strikes.
 - ``string`` 瑟: modal plucked string (harmonics with slight stiffness, higher ones decaying faster,
   pluck-position spectrum, body resonances ``body_hz``).
 - ``pipe``   簜: harmonics (``harmonics``), breath noise, vibrato.
-- ``voice``  歌 and the calls: a singer's take of the syllable (:mod:`yuexuan.audio.voice`: an LF
+- ``voice``  歌 and the calls: a singer's take of the syllable (:mod:`yuexuan.audio.voice.takes`: an LF
   glottal source through moving formants, its consonant before the note's time); without a pitch
   (``hz`` None: a spoken call) on the syllable's tone. An ensemble's singer is ``singer`` ≥ 0.
 
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import drums, voice
-from yuexuan.audio.blocks import (
+from yuexuan.audio.synthesis import drums
+from yuexuan.audio.synthesis.primitives import (
     DECAY_SPAN,
     RELEASE_S,
     burst,
@@ -47,7 +47,8 @@ from yuexuan.audio.blocks import (
     sustained,
     wavetable,
 )
-from yuexuan.audio.phonetics import Reading
+from yuexuan.audio.voice import takes
+from yuexuan.audio.voice.phonetics import Reading
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "string": 6.0}   # drums: drums.RING_CAP_S
@@ -231,7 +232,7 @@ def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, d
 
     Struck families ring out (up to :data:`RING_CAP_S`) whatever the duration; pipe and voice
     sustain for ``duration_s`` and release over :data:`RELEASE_S`. A voice sings ``reading`` (else
-    the reading of ``lyric``), its take starting ``voice.lead_samples`` before the note's time.
+    the reading of ``lyric``), its take starting ``takes.lead_samples`` before the note's time.
     """
     velocity = max(1, min(127, int(velocity)))
     if family == "drum":
@@ -239,7 +240,7 @@ def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, d
     if family == "voice":
         if hz is not None and not hz > 0:
             raise ValueError(f"a voice note needs a positive frequency or None, got {hz!r}")
-        return voice.take(params, reading or voice.reading_of(lyric), hz, velocity, duration_s,
+        return takes.take(params, reading or takes.reading_of(lyric), hz, velocity, duration_s,
                           sample_rate, seed, name, singer)
     if hz is None or not hz > 0:
         raise ValueError(f"a {family} note needs a positive frequency, got {hz!r}")
@@ -259,7 +260,7 @@ def length(family: str, params: dict[str, Any], duration_s: float, sample_rate: 
     """Samples :func:`note` returns for these arguments (without rendering); a stone's depends
     on its ``hz``, a voice's on its syllable's ``reading`` (the consonant before the note)."""
     if family == "voice":
-        return voice.length(reading or voice.NO_WORDS, duration_s, sample_rate)
+        return takes.length(reading or takes.NO_WORDS, duration_s, sample_rate)
     if family in SUSTAINED:
         return max(1, int(duration_s * sample_rate)) + int(RELEASE_S * sample_rate)
     if family == "string":

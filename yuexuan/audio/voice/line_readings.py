@@ -1,13 +1,13 @@
 """The reading of each sung, called or spoken syllable of a timeline, read in its line: a cue's
 syllables of one voice in time order (so that pypinyin's phrase table and the readings table of
-:mod:`yuexuan.audio.phonetics` see 周行, 和乐, 用乐 … as words)."""
+:mod:`yuexuan.audio.voice.phonetics` see 周行, 和乐, 用乐 … as words)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from yuexuan.audio import phonetics
-from yuexuan.audio.phonetics import Reading
+from yuexuan.audio.voice import phonetics
+from yuexuan.audio.voice.phonetics import Reading
 from yuexuan.timeline import Note
 
 

@@ -1,6 +1,6 @@
 """A syllable as a plan of articulation: when its consonant sounds and how, the vowel targets its
 formants glide through, and its nasal ending (:class:`Articulation`), from a
-:class:`~yuexuan.audio.phonetics.Reading`. Pure data and arithmetic; :mod:`yuexuan.audio.singer`
+:class:`~yuexuan.audio.voice.phonetics.Reading`. Pure data and arithmetic; :mod:`yuexuan.audio.voice.singer`
 turns it into sound.
 
 Time 0 is the consonant's onset; the vowel starts at ``lead_s`` (in singing, on the note's time:
@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from yuexuan.audio.phonetics import Reading
+from yuexuan.audio.voice.phonetics import Reading
 
 Formants = tuple[tuple[float, float], ...]      # ((F Hz, bandwidth Hz) × 5)
 
 #: a voice dies away over this long after its note's end: a sung line is legato, the vowel still
 #: sounding while the next syllable's consonant begins (INFERENCE; the other sustained bodies
-#: release over yuexuan.audio.blocks.RELEASE_S)
+#: release over yuexuan.audio.synthesis.primitives.RELEASE_S)
 RELEASE_S = 0.25
 
 _F45 = ((3300.0, 250.0), (3750.0, 200.0))       # Klatt 1980 defaults

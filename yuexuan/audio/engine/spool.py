@@ -20,7 +20,7 @@ from typing import IO
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import output
+from yuexuan.audio.engine import output
 
 FRAME_BYTES = 8                  # two float32 channels
 
@@ -67,7 +67,7 @@ class Spool:
 
     def blocks(self, block: int, first: int, stop: int
                ) -> Iterator[tuple[int, npt.NDArray[np.float32], None]]:
-        """Blocks ``first`` to ``stop`` (exclusive) as :func:`yuexuan.audio.mix.blocks` yields
+        """Blocks ``first`` to ``stop`` (exclusive) as :func:`yuexuan.audio.engine.mix.blocks` yields
         them without stems: (start frame, a new array, None)."""
         for b0 in range(first * block, min(self.frames, stop * block), block):
             yield b0, self.read(b0, min(self.frames, b0 + block) - b0), None

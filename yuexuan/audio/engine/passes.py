@@ -1,4 +1,4 @@
-"""The renderer's two passes over a stretch of blocks (:mod:`yuexuan.audio.render` runs them, the
+"""The renderer's two passes over a stretch of blocks (:mod:`yuexuan.audio.engine.render` runs them, the
 stretches in forked processes where it can).
 
 A stretch that does not start at block 0 first mixes the block before it (the "pre-roll"), not
@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import gainfit, loudness, output
-from yuexuan.audio.mix import blocks, limiter_gain
-from yuexuan.audio.plan import Plan
-from yuexuan.audio.spool import Spool
+from yuexuan.audio.engine import output
+from yuexuan.audio.engine.mix import blocks, limiter_gain
+from yuexuan.audio.engine.plan import Plan
+from yuexuan.audio.engine.spool import Spool
+from yuexuan.audio.loudness import bs1770, gainfit
 
 LIMITER_WINDOW_S = 0.004       # gain falls over 2 windows before a peak and recovers after
 
@@ -50,10 +51,10 @@ def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None
     ``spool``. The blocks are whole hops but the ceremony's last, whose rest is not counted (as in
     the standard's block grid)."""
     sr = p.sample_rate
-    hop = loudness.hop_samples(sr)
+    hop = bs1770.hop_samples(sr)
     first = max(0, k0 - 1)
-    sos = loudness.k_weighting_sos(sr)
-    guard = loudness.guard(block // hop * hop, 2)
+    sos = bs1770.k_weighting_sos(sr)
+    guard = bs1770.guard(block // hop * hop, 2)
     zi: npt.NDArray[np.floating[Any]] = np.zeros((sos.shape[0], 2, 2))
     m = Measured(np.zeros(0), [], [])
     hops: list[npt.NDArray[np.floating[Any]]] = []
@@ -69,11 +70,11 @@ def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None
             # block), and the samples after the last whole hop (the last block's)
             rest = mix[len(whole):]
             m.peaks.append(max(float(stats[:, 1].max()) if len(stats) else 0.0,
-                               float(loudness.abs_max_channels(rest).max()) if len(rest) else 0.0))
+                               float(bs1770.abs_max_channels(rest).max()) if len(rest) else 0.0))
             if spool is not None:
                 spool.write(b0, mix)
         silent = not len(stats) or float(stats[:, 1].max()) == 0.0
-        sq, zi = loudness.k_hops(whole, sos, zi, hop, guard, silent=silent)
+        sq, zi = bs1770.k_hops(whole, sos, zi, hop, guard, silent=silent)
         if counted:
             hops.append(sq)
 
@@ -113,14 +114,14 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
     measurements of every block."""
     sr = p.sample_rate
     window = max(1, int(LIMITER_WINDOW_S * sr))
-    lead = 2 * window + loudness.TAPS_PER_PHASE
-    hop = loudness.hop_samples(sr)
-    sos = loudness.k_weighting_sos(sr)
+    lead = 2 * window + bs1770.TAPS_PER_PHASE
+    hop = bs1770.hop_samples(sr)
+    sos = bs1770.k_weighting_sos(sr)
     nblocks = len(m.peaks)
-    search = 10 ** (loudness.TP_SEARCH_DB / 20)
+    search = 10 ** (bs1770.TP_SEARCH_DB / 20)
     # the sample peak (or, if limiting will happen, the ceiling) bounds the true peak from below:
     # only chunks within TP_SEARCH_DB of it are oversampled
-    tp = loudness.TruePeakMeter(floor=min(max(m.peaks, default=0.0) * gain * 0.999, ceiling))
+    tp = bs1770.TruePeakMeter(floor=min(max(m.peaks, default=0.0) * gain * 0.999, ceiling))
     out = Levelled({}, 0, 0.0)
     carry = None                       # K-filter state of the limited output, while it differs
     silence = np.zeros((0, 2), np.float32)
@@ -150,7 +151,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
             prev_tail = cur[-lead:] if len(cur) >= lead else np.concatenate([prev_tail, cur])[-lead:]
             if g is not None or carry is not None:
                 zi = carry if carry is not None else m.states[k] * gain
-                sq, zi = loudness.k_hops(y, sos, zi, hop)
+                sq, zi = bs1770.k_hops(y, sos, zi, hop)
                 if k >= k0:
                     out.hops[k] = sq
                 carry = zi if g is not None else None

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio.blocks import DECAY_SPAN, burst, normalise
 from yuexuan.audio.dsp import butter_bandpass_sos, lfilter, sosfilt
+from yuexuan.audio.synthesis.primitives import DECAY_SPAN, burst, normalise
 
 RING_CAP_S = 4.0             # the longest a stroke rings, s (its last 10 % faded)
 TWIRL_JITTER = 0.12          # pellet strike times vary ± half this fraction of an interval

@@ -1,6 +1,6 @@
 """One voice singing, calling or speaking one syllable: an LF glottal source
-(:mod:`yuexuan.audio.glottal`) with jitter, shimmer and aspiration noise, through a cascade of five
-formant resonators that follow the syllable's articulation (:mod:`yuexuan.audio.articulation`),
+(:mod:`yuexuan.audio.voice.glottal`) with jitter, shimmer and aspiration noise, through a cascade of five
+formant resonators that follow the syllable's articulation (:mod:`yuexuan.audio.voice.articulation`),
 with its consonant's bursts and frication added as band-pass noise (a Klatt-style cascade/parallel
 synthesiser: Klatt 1980, JASA 67(3)).
 
@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import dsp, glottal
-from yuexuan.audio.articulation import RELEASE_S, Articulation, articulate
-from yuexuan.audio.phonetics import Reading
+from yuexuan.audio import dsp
+from yuexuan.audio.voice import glottal
+from yuexuan.audio.voice.articulation import RELEASE_S, Articulation, articulate
+from yuexuan.audio.voice.phonetics import Reading
 
 STEP_S = 0.005                    # formant control step while they move
 SPEAKING_HZ = 110.0               # a man's speaking F0 (Peterson & Barney 1952: men's mean ≈ 132 Hz)

@@ -1,6 +1,6 @@
 """How loud a note is: the source's sound power, its velocity, over waveforms of one loudness.
 
-A cached waveform (:mod:`yuexuan.audio.notecache`) is synthesised at its velocity bucket and
+A cached waveform (:mod:`yuexuan.audio.engine.notecache`) is synthesised at its velocity bucket and
 normalised by :func:`fast_max_rms` to a fast-weighted maximum RMS of 1, so that notes of every
 bucket start equally loud; :func:`velocity_gain` then sets the note's own level. A louder
 velocity is therefore always louder, across the buckets too (the timbre changes with the bucket,
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio.synth import velocity_gain
+from yuexuan.audio.synthesis.synth import velocity_gain
 from yuexuan.errors import UserError
 
 #: the window of a sound level meter's F (fast) time weighting, s (IEC 61672-1: τ = 125 ms); peak

@@ -1,6 +1,6 @@
 """The voices (歌 and the calls): one take of one voice on one syllable, sung at a pitch or spoken
-(called) on its tone, by :mod:`yuexuan.audio.singer` from the syllable's reading
-(:mod:`yuexuan.audio.phonetics`); the singers of an ensemble (:mod:`yuexuan.audio.ensemble`).
+(called) on its tone, by :mod:`yuexuan.audio.voice.singer` from the syllable's reading
+(:mod:`yuexuan.audio.voice.phonetics`); the singers of an ensemble (:mod:`yuexuan.audio.voice.ensemble`).
 
 A take starts at its consonant's onset: :func:`lead_samples` before the note's time, so that the
 vowel lands on the note's time (the beat stays where the timeline puts it).
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import ensemble, phonetics, singer
-from yuexuan.audio.articulation import RELEASE_S, lead_s
-from yuexuan.audio.phonetics import Reading
+from yuexuan.audio.voice import ensemble, phonetics, singer
+from yuexuan.audio.voice.articulation import RELEASE_S, lead_s
+from yuexuan.audio.voice.phonetics import Reading
 
 NO_WORDS = Reading("", "a", 5)         # a voice without words sings "a"
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import loudness
-from yuexuan.audio.plan import Plan
+from yuexuan.audio.engine.plan import Plan
+from yuexuan.audio.loudness import bs1770
 
 RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more are made
 
@@ -99,13 +99,13 @@ def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
 
     Minimum filter then moving average of the required gain, both 2·window+1 wide: the average of
     minima around a sample never exceeds the gain required there (zero latency, offline). Only
-    chunks whose sample peak comes within :data:`loudness.TP_SEARCH_DB` of the ceiling are
+    chunks whose sample peak comes within :data:`bs1770.TP_SEARCH_DB` of the ceiling are
     oversampled.
     """
-    chunk, ctx = 1024, loudness.TAPS_PER_PHASE
+    chunk, ctx = 1024, bs1770.TAPS_PER_PHASE
     need = np.ones(len(x), dtype=np.float32)
-    bound = 10 ** (loudness.TP_SEARCH_DB / 20)
-    peaks = loudness.abs_max_channels(x)
+    bound = 10 ** (bs1770.TP_SEARCH_DB / 20)
+    peaks = bs1770.abs_max_channels(x)
     # each chunk's sample peak with ctx samples either side, from the chunks' own peaks and their
     # first and last ctx samples' (one pass, not a slice a chunk)
     nch = -(-len(x) // chunk)
@@ -116,7 +116,7 @@ def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
     for c in np.flatnonzero(near * bound > ceiling).tolist():
         lo = c * chunk
         a = max(0, lo - ctx)
-        env = loudness.true_peak_envelope(x[a:lo + chunk + ctx])[lo - a:lo - a + chunk]
+        env = bs1770.true_peak_envelope(x[a:lo + chunk + ctx])[lo - a:lo - a + chunk]
         if float(env.max()) > ceiling:
             need[lo:lo + len(env)] = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
     low = np.flatnonzero(need < 1.0)

@@ -1,4 +1,4 @@
-"""Building blocks of the synthesis (:mod:`yuexuan.audio.synth`, :mod:`yuexuan.audio.voice`):
+"""Building blocks of the synthesis (:mod:`yuexuan.audio.synthesis.synth`, :mod:`yuexuan.audio.voice.takes`):
 noise, filters, envelopes, wavetables: float32 arrays (normalise scales its argument in place)."""
 
 from __future__ import annotations

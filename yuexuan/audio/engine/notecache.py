@@ -3,7 +3,7 @@
 Notes of one instrument with equal frequency, velocity bucket, held length (sustained families,
 per 50 ms) and, for a voice, syllable (its reading; the tone only when spoken) and singer sound
 identical up to gain, so each key is synthesised once. An ensemble's singers are keys of their own
-(per-singer takes); :mod:`yuexuan.audio.plan` varies each rendition's onsets and levels. The cache is
+(per-singer takes); :mod:`yuexuan.audio.engine.plan` varies each rendition's onsets and levels. The cache is
 the only state of the renderer's synthesis: :meth:`NoteCache.prefetch` fills it on worker
 threads; an evicted waveform is rebuilt identically (synthesis is a pure function of the key).
 """
@@ -23,9 +23,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import arena as shared
-from yuexuan.audio import forked, synth, voice
-from yuexuan.audio.phonetics import Reading
+from yuexuan.audio.engine import arena as shared
+from yuexuan.audio.engine import forked
+from yuexuan.audio.synthesis import synth
+from yuexuan.audio.voice import takes
+from yuexuan.audio.voice.phonetics import Reading
 
 VELOCITY_BUCKETS = (40, 80, 112)     # timbre is rendered at these velocities; gain is exact
 DURATION_STEP_S = 0.05               # sustained notes are cached per 50 ms of duration
@@ -72,7 +74,7 @@ def note_key(instrument: str, family: str, hz: float | None, velocity: int, dura
         if family in synth.SUSTAINED else 0.0
     syllable = None
     if family == "voice":
-        r = reading or voice.reading_of(lyric)
+        r = reading or takes.reading_of(lyric)
         syllable = f"{r.initial}|{r.final}|{r.tone if hz is None else 0}"
     return NoteKey(instrument, None if hz is None else round(float(hz), 6),
                    velocity_bucket(velocity), dur, syllable, singer if family == "voice" else -1)
@@ -81,7 +83,7 @@ def note_key(instrument: str, family: str, hz: float | None, velocity: int, dura
 def lead_samples(key: NoteKey, sample_rate: int) -> int:
     """Samples a key's waveform starts before its note's time (a voice's consonant)."""
     r = key.reading()
-    return 0 if r is None else voice.lead_samples(r, sample_rate)
+    return 0 if r is None else takes.lead_samples(r, sample_rate)
 
 
 def note_from_key(key: NoteKey, family: str, params: dict[str, Any],
@@ -146,7 +148,7 @@ class NoteCache:
 
         Processes, not threads: the synthesis is many numpy calls on arrays of a second or so, and
         two threads waiting on each other for the GIL were hardly faster than one. The processes
-        put their waveforms' arrays in an :class:`~yuexuan.audio.arena.Arena` of the cache's free
+        put their waveforms' arrays in an :class:`~yuexuan.audio.engine.arena.Arena` of the cache's free
         bytes, not through the pipe; those stay for the cache's life. Keys with equal
         ``group(key)`` are built in one task (one process: what they share is made once).
         ``tick()`` is called in this thread after each task; if it raises, the tasks not yet

@@ -1,6 +1,6 @@
 """Memory shared with forked worker processes, for the arrays they make.
 
-The note cache's synthesis runs in forked processes (:mod:`yuexuan.audio.notecache`). Pickling
+The note cache's synthesis runs in forked processes (:mod:`yuexuan.audio.engine.notecache`). Pickling
 their waveforms back through a pipe copied the ceremony's 190 MB four times (pickle, pipe, read,
 unpickle): about 0.7 s of CPU. Here a worker copies each array once into an anonymous shared
 mapping made before the fork, at an offset taken from a bump pointer under a lock, and sends

@@ -18,8 +18,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import ensemble, notecache, power, space, surfaces, synth, tail
-from yuexuan.audio.lines import readings
+from yuexuan.audio.engine import notecache
+from yuexuan.audio.room import space, surfaces, tail
+from yuexuan.audio.synthesis import source_level, synth
+from yuexuan.audio.voice import ensemble
+from yuexuan.audio.voice.line_readings import readings
 from yuexuan.errors import UserError
 from yuexuan.rite.courtyard import Listener
 from yuexuan.rite.instruments import FAMILIES
@@ -51,7 +54,7 @@ class Body(NamedTuple):
     pitched: bool
     synth: dict[str, Any]              # its [synth] table
     position_m: tuple[float, ...]      # (x east, y north, z up), metres
-    level: float                       # its amplitude at 1 m, Pa (power.source_level)
+    level: float                       # its amplitude at 1 m, Pa (source_level.source_level)
     performers: int = 1                # its count (an ensemble's singers sound each)
     facing: str = ""                   # 北 东 南 西: the row of an ensemble runs across it
 
@@ -114,7 +117,7 @@ def bodies(timeline: Timeline, names: Iterable[str]) -> dict[str, Body]:
                             f"synth, position_m); recompile the cue sheet")
         count = facts.get("count", 1)
         out[name] = Body(name, family, pitched, params, tuple(float(v) for v in pos),
-                         power.source_level(name, params),
+                         source_level.source_level(name, params),
                          int(count) if isinstance(count, int) and 1 <= count <= 64 else 1,
                          str(facts.get("facing") or ""))
     return out
@@ -180,7 +183,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
     """Place every note of ``timeline`` (sample 0 = its time 0), heard from
     ``listener_table[options.listener]`` in ``room`` (default: the venue of the timeline's variant
     ``houdao``, O24); waveforms are rendered lazily by the plan's cache.
-    ``options.cues`` is applied before, by :func:`yuexuan.audio.render.render`."""
+    ``options.cues`` is applied before, by :func:`yuexuan.audio.engine.render.render`."""
     sr = int(options.sample_rate)
     if not 8000 <= sr <= 192000:
         raise UserError(f"sample rate {sr} Hz is out of range (8000..192000)", key="--sample-rate")
@@ -216,7 +219,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         body = insts[n.instrument]
         pos = moved.get((n.cue, n.instrument), body.position_m)
         hz = n.hz if body.pitched else None
-        gain = power.velocity_gain(n.velocity) * body.level           # the waveform's level is 1
+        gain = source_level.velocity_gain(n.velocity) * body.level           # the waveform's level is 1
         if ensemble.is_ensemble(body.family, body.synth, body.performers):
             st = ensemble.settings_of(body.synth)
             offsets, levels = ensemble.rendition(synth.seed_of(n.instrument, n.cue, round(n.time, 4)),
@@ -255,7 +258,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         body = insts[note.instrument]
         if note.singer == TAIL:            # the row's diffuse tail: the singers' takes are incoherent,
             return takes(note._replace(singer=0))    # their power sums to one take's at unit gain
-        return power.level_normalised(notecache.note_from_key(note, body.family, body.synth, sr), sr)
+        return source_level.level_normalised(notecache.note_from_key(note, body.family, body.synth, sr), sr)
 
     mono = SharedMono(synthesise, [k for k in keys if k.note.singer < 0])
     takes = notecache.Recent(synthesise, TAKES_BYTES)

@@ -1,9 +1,10 @@
 """The gain that brings a limited mix to its loudness target in fewer passes.
 
-The limiter (:mod:`yuexuan.audio.mix`) pulls down what a gain pushes over the true-peak ceiling,
+The limiter (:mod:`yuexuan.audio.engine.mix`) pulls down what a gain pushes over the true-peak ceiling,
 so the loudness a gain gives is less than the unlimited mix's: with the sources at their physical
-powers (:mod:`yuexuan.audio.power`), the 建鼓 strokes of 貍首 make the whole ceremony lose ~0.9 LU
-at the first gain, and raising the gain by the shortfall regained only 0.4 LU a pass (three passes
+powers (:mod:`yuexuan.audio.synthesis.source_level`), the 建鼓 strokes of 貍首 make the whole
+ceremony lose ~0.9 LU at the first gain, and raising the gain by the
+shortfall regained only 0.4 LU a pass (three passes
 ended 0.4 LU short). A model predicts it: in each 100 ms hop, every 10 ms chunk whose sample peak
 the gain puts over the ceiling is held to it, and the hop's K-weighted energy scaled by the share
 of its (unweighted) energy left. It sets the first gain and the slope of the first correction;
@@ -17,7 +18,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import loudness
+from yuexuan.audio.loudness import bs1770
 
 SEARCH_DB = 12.0          # the first gain is sought up to this far over the unlimited one
 MIN_SLOPE = 0.05          # LU per dB of gain: never assume the loudness moves less than this
@@ -38,7 +39,7 @@ def chunk_stats(mix: npt.NDArray[np.float32], hop: int) -> npt.NDArray[np.float6
         return np.stack([energy, peak]).astype(np.float64).reshape(2, whole, CHUNKS).transpose(1, 0, 2)
     edges = (np.arange(whole * CHUNKS) * hop) // CHUNKS
     energy = np.add.reduceat(np.einsum("ij,ij->i", x, x), edges) if whole else np.zeros(0)
-    peak = np.maximum.reduceat(loudness.abs_max_channels(x), edges) if whole else np.zeros(0)
+    peak = np.maximum.reduceat(bs1770.abs_max_channels(x), edges) if whole else np.zeros(0)
     return np.stack([energy, peak]).astype(np.float64).reshape(2, whole, CHUNKS).transpose(1, 0, 2)
 
 
@@ -51,14 +52,14 @@ def predicted_lufs(hops: npt.NDArray[np.float64], stats: npt.NDArray[np.float64]
     scale = np.minimum(1.0, ceiling / np.maximum(peak * g, 1e-30)) ** 2
     total = energy.sum(axis=1)
     kept = np.where(total > 0, (energy * scale).sum(axis=1) / np.maximum(total, 1e-300), 1.0)
-    return loudness.gated_loudness(hops * g * g * kept)
+    return bs1770.gated_loudness(hops * g * g * kept)
 
 
 def first_gain_db(hops: npt.NDArray[np.float64], peaks: npt.NDArray[np.float64], target_lufs: float,
                   ceiling: float) -> float:
     """The gain (dB) the model says reaches ``target_lufs``: the unlimited mix's gain when the
     limiter would not act, else found by bisection (at most :data:`SEARCH_DB` above it)."""
-    unlimited = loudness.gated_loudness(hops)
+    unlimited = bs1770.gated_loudness(hops)
     if not math.isfinite(unlimited):
         return 0.0
     lo = target_lufs - unlimited

@@ -3,7 +3,7 @@ row; and how one rendition of a sung syllable spreads their onsets and levels.
 
 Figures: intonation scatter of choir singers, SD 10–15 cents (Ternström & Sundberg 1988, JASA
 84(1)): the setting ``pitch_scatter_cents`` (default 12); each singer's vibrato rate and extent
-drawn around the instrument's, kept inside 4.5–6.5 Hz and ±15–50 cents (:mod:`yuexuan.audio.glottal`);
+drawn around the instrument's, kept inside 4.5–6.5 Hz and ±15–50 cents (:mod:`yuexuan.audio.voice.glottal`);
 the onset of a syllable spread over ``onset_spread_s`` (default 20 ms; the issue's 10–30 ms);
 a rendition's level per singer ±1 dB (SD, INFERENCE); the seats ``seat_m`` apart (default 0.9 m:
 a seated man's mat, INFERENCE) in a row across the direction the singers face.
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import glottal
+from yuexuan.audio.voice import glottal
 
 VIBRATO_HZ_RANGE = (4.5, 6.5)
 VIBRATO_CENTS_RANGE = (15.0, 50.0)

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio.surfaces import Surface
+from yuexuan.audio.room.surfaces import Surface
 
 MAX_ORDER = 2
 EPS = 1e-9

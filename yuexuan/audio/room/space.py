@@ -1,7 +1,7 @@
 """Where a sound is heard from: listener seats, azimuth, constant-power panning, distance gain and
 delay, and the ambience of the courtyard — the specular reflections of the surfaces the courtyard
-data names (:mod:`yuexuan.audio.reflections`, image sources) and a smooth diffuse tail
-(:mod:`yuexuan.audio.tail`). A placed source's arrivals are taps added at the full rate; its tail
+data names (:mod:`yuexuan.audio.room.reflections`, image sources) and a smooth diffuse tail
+(:mod:`yuexuan.audio.room.tail`). A placed source's arrivals are taps added at the full rate; its tail
 is applied by FFT convolution at a quarter rate; both once per cached waveform.
 
 Frame: ``ceremony/courtyard.toml`` (metres; x east, y north, z up). Azimuth is in degrees relative to
@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio import reflections as images
-from yuexuan.audio import surfaces, tail
+from yuexuan.audio.room import reflections as images
+from yuexuan.audio.room import surfaces, tail
 from yuexuan.rite.courtyard import Listener, listeners  # noqa: F401  (the seats: one reader, re-exported)
 
 SPEED_OF_SOUND_M_S = 343.0
@@ -127,13 +127,13 @@ def placement(listener: Listener, source_m: Sequence[float], sample_rate: int, s
 
 def taps_extra(place: Placement) -> int:
     """Samples the taps alone add after a sound (its latest reflection's lag): an ensemble's
-    singer, whose taps the mixer adds (:mod:`yuexuan.audio.mix`)."""
+    singer, whose taps the mixer adds (:mod:`yuexuan.audio.engine.mix`)."""
     return max(t.lag for t in place.taps)
 
 
 def spatialise(mono: npt.NDArray[np.float32], place: Placement, sample_rate: int) -> npt.NDArray[np.float32]:
     """Stereo (n + extra, 2) float32: ``mono`` heard through the placement (overall delay not
-    included): its taps added at full rate, its tail by :func:`yuexuan.audio.tail.apply`."""
+    included): its taps added at full rate, its tail by :func:`yuexuan.audio.room.tail.apply`."""
     mono = np.asarray(mono, dtype=np.float32)
     n = len(mono)
     out = tail.apply(place.tail, mono, sample_rate, n + place.length_extra)

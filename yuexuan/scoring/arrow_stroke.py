@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.scoring.nearest import nearest
-from yuexuan.scoring.shiho import arrow_numbers
+from yuexuan.scoring.tally import arrow_numbers
 from yuexuan.timeline import Beat
 
 
@@ -34,7 +34,7 @@ def own_strokes(beats: Iterable[Beat], cue_ids: Iterable[str], round_: npt.Array
                 time_s: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """The planned stroke (timeline s) bound to each shot: the shooting Beat of one of ``cue_ids``
     whose ``archer`` is the shot's archer and whose ``arrow`` is the shot's number among that
-    archer's shots of the round (:func:`~yuexuan.scoring.shiho.arrow_numbers`); NaN where the
+    archer's shots of the round (:func:`~yuexuan.scoring.tally.arrow_numbers`); NaN where the
     timeline has none (an archer not in the roster, a fifth arrow) or outside round 3."""
     wanted = set(cue_ids)
     bound: dict[tuple[str, int | None], float] = {}
