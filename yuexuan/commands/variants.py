@@ -42,7 +42,7 @@ def listing(defs: dict[str, Any]) -> list[str]:
                 lines.append(f"        → {_data(opt)}")
         lines.append("")
     numbers = sorted({int(n) for v in defs.values() for n in O_NUMBER.findall(v["question"].split(":")[0])})
-    lines.append(f"{len(numbers)} open questions of ceremony.md §6 are settings: "
+    lines.append(f"{len(numbers)} open questions (docs/sources.md) are settings: "
                  + " ".join(f"O{n}" for n in numbers))
     lines.append("* = default. Set them in the cue sheet's [variants] table, "
                  "e.g.  luming_sanzhong = \"敖继公\"")

@@ -1,6 +1,6 @@
 """The 释获 rules of the 大射仪 and the tally, as pure vectorised functions.
 
-Each rule quotes the sentence of the text it applies (仪礼·大射仪, seed [001], with 郑注 [000]
+Each rule quotes the sentence of the text it applies (《仪礼·大射仪》 经 [001], with 郑注 [000]
 [003]); docs/check.md says which readings are INFERENCE. Inputs are the index arrays of
 :class:`yuexuan.scoring.shots.Shots`; every function returns new arrays and keeps no state.
 """
@@ -26,7 +26,7 @@ MAX_ARROWS = 4                                   # 乘矢: 「皆四节拾将乘
 
 # 「公射大侯，大夫射参，士射干。」 The 侯 of each rank, in ARCHER_RANKS order.
 # 宾 → 大侯: INFERENCE from 疏 [004] 「宾客与君主结为耦，同射大侯」 (the 宾 is the 公's partner).
-# 卿 → 参: INFERENCE (郝 [004] 「孤卿大夫所共射」; ceremony.md O23).
+# 卿 → 参: INFERENCE (郝 [004] 「孤卿大夫所共射」; O23, docs/sources.md).
 OWN_HOU = np.array([DAHOU, DAHOU, CAN, CAN, GAN], dtype=np.int8)
 
 # The reason that decided each shot, in the order the rules are tried.
@@ -65,7 +65,7 @@ CHINESE_DIGITS = "零一二三四五六七八九"
 
 @dataclass(frozen=True)
 class Settings:
-    """How the open readings are taken (ceremony.md §6)."""
+    """How the open readings are taken (O1–O33, docs/sources.md)."""
 
     tolerance_s: float = 0.070        # round 3: |shot − nearest 建鼓 stroke| ≤ this, seconds
     gong_exempt: bool = True          # O20: 「不以乐志」 — the 公's off-beat hits still count

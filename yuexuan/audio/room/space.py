@@ -26,7 +26,7 @@ from yuexuan.rite.courtyard import Listener, listeners  # noqa: F401  (the seats
 
 SPEED_OF_SOUND_M_S = 343.0
 REFERENCE_DISTANCE_M = 1.0      # distance gain is 1 here, falling as 1/d beyond
-DEFAULT_VENUE = "郊"            # ceremony.md O24's default (郑玄): the open shooting ground
+DEFAULT_VENUE = "郊"            # O24's default (docs/sources.md) (郑玄): the open shooting ground
 TAIL_START_S = 0.001            # the diffuse tail starts this long after the direct sound
 TAIL_MIN_DRR_DB = 3.0           # far sources: the diffuse tail stays this far below the direct sound
 
