@@ -564,3 +564,26 @@ def test_program_takes_each_message_cue_from_its_note():
         assert offs == sorted((n.time + n.duration, n.midi) for n in mine)
     assert (2.0, "b") in {(e.t, e.cue) for e in prog.events["b"] if e.data[1] == 55}
     assert prog.setup and all(d[0] == 0xF0 or d[0] & 0xF0 in (0xB0, 0xC0) for d in prog.setup)
+
+
+def test_every_cue_says_in_english_what_starts_and_ends_it(ceremony, default_cues, tmp_path):
+    """The operator's English (play --lang en): every cue of the default sheet, and the 射节 cue at
+    every rank (its by_piece caption), carries starts_when_en and ends_when_en beside the Chinese,
+    through the timeline's JSON and back."""
+    from yuexuan.compiler import compile_file
+    from yuexuan.timeline import from_dict, to_dict
+
+    def english(text: str) -> bool:         # words, and no character of the Chinese
+        return len(text.split()) >= 2 and not any("\u3000" <= ch <= "\u9fff" for ch in text)
+
+    back = from_dict(to_dict(ceremony))
+    for c in back.cues:
+        assert c.starts_when and english(c.starts_when_en), c.id
+        assert c.ends_when and english(c.ends_when_en), c.id
+    assert [(c.starts_when_en, c.ends_when_en) for c in back.cues] == \
+        [(c.starts_when_en, c.ends_when_en) for c in ceremony.cues]
+    sheet = tmp_path / "tianzi.toml"          # the sheet at the 天子's rank: the 射节 plays 驺虞
+    sheet.write_text(default_cues.read_text(encoding="utf-8").replace('rank = "诸侯"', 'rank = "天子"', 1),
+                     encoding="utf-8")
+    zouyu = compile_file(sheet, ["lishou"]).cues[0]
+    assert zouyu.id == "zouyu" and "Zouyu" in zouyu.starts_when_en

@@ -73,6 +73,9 @@ class Cue:
     # other ids that select this cue (--cues, play's CUE+S, check --cue): a 射节 cue compiled as
     # another piece keeps the cue sheet's id here (a 天子's zouyu is also ``lishou``)
     aliases: tuple[str, ...] = ()
+    # starts_when and ends_when in English: what must happen in the hall (play --lang en)
+    starts_when_en: str = ""
+    ends_when_en: str = ""
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
                         source,
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
                         spec.gloss, tuple(placed.phrases), placed.beat_s,
+                        starts_when_en=spec.starts_when_en, ends_when_en=spec.ends_when_en,
                         later_source=sounded.later_source(), places=places[sheet_ids[n]],
                         round=cue_round(spec), aliases=(alias,) if alias else ()))
         t = placed.end

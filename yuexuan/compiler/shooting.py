@@ -13,7 +13,7 @@ from yuexuan.compiler.shejie_pattern import jie_plan
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.courtyard import Courtyard
-from yuexuan.rite.cuesheet_records import CueSpec
+from yuexuan.rite.cuesheet_records import CAPTION_KEYS, CueSpec
 from yuexuan.rite.pieces import Piece
 from yuexuan.rite.suspension import Rank
 from yuexuan.timeline import Beat
@@ -126,7 +126,7 @@ def as_played(spec: CueSpec, rank: Rank) -> tuple[CueSpec, str | None]:
     names = dict(spec.by_piece).get(spec.piece or rank.shejie_piece)
     if names is None:
         return spec, None
-    fields = {k: v for k in ("starts_when", "ends_when", "source", "gloss", "performers")
+    fields = {k: v for k in CAPTION_KEYS
               if (v := getattr(names, k)) is not None}
     return replace(spec, id=names.id, **fields), (spec.id if names.id != spec.id else None)
 

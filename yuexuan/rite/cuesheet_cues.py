@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from yuexuan.rite.cuesheet_records import CUE_KINDS, MAX_CUES, SHOOTING_KINDS, Call, CueSpec, PieceNames
+from yuexuan.rite.cuesheet_records import (
+    CAPTION_KEYS,
+    CUE_KINDS,
+    MAX_CUES,
+    SHOOTING_KINDS,
+    Call,
+    CueSpec,
+    PieceNames,
+)
 from yuexuan.rite.cuesheet_setting import seconds
 from yuexuan.rite.cuesheet_speech import speech
 from yuexuan.rite.instruments import KINDS, Instrument, members
@@ -15,11 +23,12 @@ from yuexuan.rite.pieces import Piece
 from yuexuan.rite.tomlfile import Fields
 from yuexuan.rite.tuning import WUSHENG
 
-CUE_KEYS = {"id", "piece", "action", "kind", "performers", "starts_when", "ends_when", "source", "gloss",
+CUE_KEYS = {"id", "piece", "action", "kind", "performers", "starts_when", "ends_when", "starts_when_en",
+            "ends_when_en", "source", "gloss",
             "xian", "melody", "jie", "intro", "open_ended", "default_seconds", "zhong", "sanzhong",
             "accompaniment", "calls", "round", "pairs", "arrow_seconds", "pair_seconds", "reconstruction",
             "syllable_seconds", "note_seconds", "by_piece", "speech"}
-BY_PIECE_KEYS = {"id", "starts_when", "ends_when", "source", "gloss", "performers"}
+BY_PIECE_KEYS = {"id", *CAPTION_KEYS}
 CALL_KEYS = {"who", "sheng", "word", "at", "seconds", "velocity", "plain"}
 XIAN_SIDES = ("东", "西", "北", "南", "堂上")
 
@@ -78,7 +87,7 @@ def by_piece(cf: Fields, kind: str, known: Known) -> tuple[tuple[str, PieceNames
                                   f"expected one of: {', '.join(sorted(known.pieces))}")
         pf = tf.table(title)
         pf.unknown(BY_PIECE_KEYS)
-        fields = (pf.get(k, str, None) for k in ("starts_when", "ends_when", "source", "gloss", "performers"))
+        fields = (pf.get(k, str, None) for k in CAPTION_KEYS)
         out.append((title, PieceNames(_id(pf), *fields)))
     return tuple(out)
 
@@ -110,7 +119,8 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
     return CueSpec(
         id=cid, piece=piece, action=cf.get("action", str), kind=kind, source=cf.get("source", str),
         line=cf.line, performers=cf.get("performers", str, ""), starts_when=cf.get("starts_when", str, ""),
-        ends_when=cf.get("ends_when", str, ""), gloss=cf.get("gloss", str, ""), xian=xian,
+        ends_when=cf.get("ends_when", str, ""), starts_when_en=cf.get("starts_when_en", str, ""),
+        ends_when_en=cf.get("ends_when_en", str, ""), gloss=cf.get("gloss", str, ""), xian=xian,
         xian_variant=xian_variant, melody=melody, jie=jie, intro=intro, open_ended=open_ended,
         default_seconds=seconds(cf, "default_seconds", None, lo=0.1), zhong=zhong,
         sanzhong=cf.get("sanzhong", str, None), accompaniment=cf.get("accompaniment", str, None),

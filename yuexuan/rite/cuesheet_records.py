@@ -69,9 +69,15 @@ class PieceNames:
     id: str
     starts_when: str | None = None
     ends_when: str | None = None
+    starts_when_en: str | None = None
+    ends_when_en: str | None = None
     source: str | None = None
     gloss: str | None = None
     performers: str | None = None
+
+
+# the caption fields of a cue that a [cue.by_piece."TITLE"] may replace, in PieceNames' order
+CAPTION_KEYS = ("starts_when", "ends_when", "starts_when_en", "ends_when_en", "source", "gloss", "performers")
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,8 @@ class CueSpec:
     performers: str = ""
     starts_when: str = ""
     ends_when: str = ""
+    starts_when_en: str = ""          # the same in English (the operator's screen: play --lang)
+    ends_when_en: str = ""
     gloss: str = ""
     xian: tuple[str, ...] | None = None           # 县 sides, or None (all)
     xian_variant: tuple[str, str] | None = None   # (variant key, for whom)

@@ -19,7 +19,7 @@ from yuexuan.rite.cuesheet_records import CueSpec, Pair
 from yuexuan.rite.instruments import Instrument
 from yuexuan.rite.tuning import parse_pitch
 
-CUE_FIELDS = ("piece", "melody", "jie", "intro", "default_seconds", "ends_when", "pairs")
+CUE_FIELDS = ("piece", "melody", "jie", "intro", "default_seconds", "ends_when", "ends_when_en", "pairs")
 FACT_FIELDS = ("position_m", "pitch_set", "count", "suspension")
 
 
