@@ -26,4 +26,6 @@ def run(args: argparse.Namespace) -> int:
         save_json(tl, args.timeline)
     print(f"{args.output}: {len(tl.cues)} cues, {len(tl.notes)} notes, {len(tl.beats)} 射节 beats, "
           f"{tl.duration:.1f} s")
+    if args.timeline:
+        print(f"{args.timeline}: the timeline (JSON)")
     return 0

@@ -54,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
     if audio is None and not args.no_audio:
         audio = out / f"{Path(args.cues_file).stem}.flac"
         render_announced(timeline, audio, court.seats(), progress)
-    guide.write_site(timeline, out, audio, court=court)
+    written = guide.write_site(timeline, out, audio, court=court)
     progress.stage(f"site written ({out / 'index.html'})")
-    if audio is None:
-        print(f"yuexuan guide: {out}/index.html written without audio (--no-audio)")
+    print(f"{out / 'index.html'}: the audio guide, {len(timeline.cues)} cues, {len(written)} files in {out}"
+          + (" (no audio: --no-audio)" if audio is None else f" (audio: {audio.name})"))
     return 0
 
 

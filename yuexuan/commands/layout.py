@@ -32,5 +32,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("is a directory; expected an .svg file path", file=str(out), key="-o")
     source = data_source(args)
     timeline = load_timeline(args, "layout", source)
-    atomic.write_text(out, build_svg(timeline, courtyard.for_timeline(timeline, source)))
+    court = courtyard.for_timeline(timeline, source)
+    atomic.write_text(out, build_svg(timeline, court))
+    print(f"{out}: the courtyard drawing (SVG), {len(timeline.instruments)} instruments, "
+          f"{len(court.targets)} targets, {len(court.listeners)} listener seats")
     return 0

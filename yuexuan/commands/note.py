@@ -1,4 +1,7 @@
-"""``yuexuan note INSTRUMENT 律 -o OUT.wav``: audition one note of one instrument (sound design, tests)."""
+"""``yuexuan note INSTRUMENT 律 -o OUT.wav``: audition one note of one instrument (sound design, tests).
+
+INSTRUMENT is a name of instruments/*.toml or its pinyin alias (``shengzhong``); 律 a 律 name or a
+Western pitch name (``F4``, ``Bb``), for which the nearest 律 at the given 黄钟 is played and named."""
 
 from __future__ import annotations
 
@@ -13,19 +16,23 @@ from yuexuan.audio.synthesis import synth
 from yuexuan.audio.voice import ensemble, takes
 from yuexuan.commands.common import data_source
 from yuexuan.errors import UserError
-from yuexuan.rite import instruments
-from yuexuan.rite.tuning import parse_pitch
+from yuexuan.rite import instruments, names
+from yuexuan.rite.tuning import LV_FULL, Pitch, nearest_lv, parse_pitch, parse_western, western_name
 
 DEFAULT_HZ = 345.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("instrument", metavar="INSTRUMENT",
-                   help="instrument name as in instruments/*.toml, e.g. 笙钟")
+                   help="instrument name as in instruments/*.toml or its pinyin alias: "
+                        + names.listing(instruments.aliases(instruments.load_all())))
     p.add_argument("lv", metavar="律", help="pitch: 黄 大 太 夹 姑 仲 蕤 林 夷 南 无 应 (or 黄钟 …), "
-                   "清 for an octave up, 浊 down; ignored for drums")
+                   "清 for an octave up, 浊 down; or a Western name (F4, C#5, Bb: A4 = 440 Hz), which "
+                   "takes the nearest 律 and says which (黄钟 = F4 −21 cents at 345 Hz); ignored for drums. "
+                   "The words: docs/glossary.md")
     p.add_argument("-o", "--output", required=True, metavar="OUT.wav", help=".wav or .flac")
-    p.add_argument("--octave", type=int, default=0, metavar="N", help="octaves above the instrument's own")
+    p.add_argument("--octave", type=int, default=None, metavar="N",
+                   help="octaves above the instrument's own (default 0; not with a Western name's octave)")
     p.add_argument("--velocity", type=int, default=100, metavar="V", help="1..127, default 100")
     p.add_argument("--duration", type=float, default=1.5, metavar="S",
                    help="held length for pipe and voice, s (struck bodies ring out)")
@@ -43,9 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     fmt, subtype = output_format(args.output)
     insts = instruments.load_all(data_source(args))
-    if args.instrument not in insts:
-        raise UserError(f"unknown instrument {args.instrument!r}; one of {', '.join(insts)}")
-    inst = insts[args.instrument]
+    inst = insts[names.resolve(args.instrument, instruments.aliases(insts), "instrument")]
     if not 1 <= args.velocity <= 127:
         raise UserError("velocity must be 1..127", key="--velocity")
     if not 0.01 <= args.duration <= 60:
@@ -54,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("sample rate must be 8000..192000 Hz", key="--sample-rate")
     if not 20 <= args.huangzhong <= 2000:
         raise UserError("黄钟 must be 20..2000 Hz", key="--huangzhong")
-    hz = None
+    hz, taken = None, ""
     if inst.pitched:
-        pitch = parse_pitch(args.lv).transpose(args.octave)
+        pitch, taken = _pitch(args.lv, args.octave, args.huangzhong * 2 ** inst.octave)
         hz = pitch.hz(args.huangzhong * 2 ** inst.octave)
         if not 10 <= hz <= 0.45 * args.sample_rate:
             raise UserError(f"{pitch.name} on {inst.name} is {hz:.1f} Hz, outside what can be synthesised")
@@ -85,5 +90,42 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UserError(f"cannot write: {exc.strerror or exc}", file=str(args.output)) from None
     what = f"{hz:.3f} Hz" if hz else "unpitched"
+    if taken:
+        print(taken)
     print(f"{args.output}: {inst.name} ({inst.family}) {what}, {len(x) / args.sample_rate:.2f} s")
     return 0
+
+
+def _pitch(text: str, octave: int | None, own_huangzhong_hz: float) -> tuple[Pitch, str]:
+    """The :class:`Pitch` (relative to the instrument's own octave, whose 黄 sounds at
+    ``own_huangzhong_hz``) that ``text`` names, and for a Western name the line saying which 律 it
+    took. A Western name without an octave is taken in the instrument's own octave."""
+    western = parse_western(text)
+    if western is None:
+        try:
+            return parse_pitch(text).transpose(octave or 0), ""
+        except UserError as exc:
+            raise UserError(f"{exc.message}; or a Western name such as F4 (A4 = 440 Hz)") from None
+    pc, w_octave = western
+    if w_octave is not None and octave is not None:
+        raise UserError("give the octave in the Western name (F4) or with --octave, not both", key="--octave")
+    if w_octave is None:            # in the octave of the instrument's own 黄 … 应 (half a semitone's margin)
+        low = own_huangzhong_hz * 2 ** (-50 / 1200)
+        key = 60 + pc
+        while _key_hz(key) < low:
+            key += 12
+        while _key_hz(key) >= 2 * low:
+            key -= 12
+        key += 12 * (octave or 0)
+    else:
+        key = 12 * (w_octave + 1) + pc
+    pitch, off = nearest_lv(_key_hz(key), own_huangzhong_hz)
+    name, side = western_name(key), "below" if off > 0 else "above"
+    return pitch, (f"{name} ({_key_hz(key):.1f} Hz) taken as {pitch.name} ({LV_FULL[pitch.lv]}), "
+                   f"{pitch.hz(own_huangzhong_hz):.1f} Hz, {abs(off):.1f} cents {side} {name} "
+                   f"(this instrument's 黄 = {own_huangzhong_hz:.1f} Hz)")
+
+
+def _key_hz(key: int) -> float:
+    """Equal-tempered frequency of MIDI key ``key`` (A4 = 69 = 440 Hz)."""
+    return float(440.0 * 2 ** ((key - 69) / 12))

@@ -17,11 +17,9 @@ from yuexuan.commands.common import (
 from yuexuan.commands.progress import Progress
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
-from yuexuan.rite import courtyard
+from yuexuan.rite import courtyard, names
 from yuexuan.rite.courtyard import Listener
 from yuexuan.timeline import Timeline
-
-LISTENERS = ("宾", "公", "中庭")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,9 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stems", metavar="DIR", help="also write one file per instrument into DIR, "
                    "named as in the timeline (e.g. DIR/建鼓·东.flac), aligned with the mix")
     p.add_argument("--sample-rate", type=int, default=48000, metavar="HZ", help="default 48000")
-    p.add_argument("--listener", default="宾", choices=LISTENERS,
-                   help="where the rite is heard from: 宾 (the guest's seat, default), 公 (the ruler's "
-                        "seat), 中庭 (the middle of the courtyard)")
+    seats = courtyard.listeners()        # the packaged seats (a --data folder may add its own)
+    p.add_argument("--listener", default=next(iter(seats)), metavar="SEAT",
+                   help="where the rite is heard from, by name or its pinyin alias: "
+                        + "; ".join(f"{n} ({s.alias}): {s.english}" if s.alias else f"{n}: {s.english}"
+                                    for n, s in seats.items())
+                        + f" (default {next(iter(seats))})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
     bar = Progress("render")
     try:
         tl = load_timeline(args, "render", source)      # with --cues: only those, from time 0
-        opts = render.Options(sample_rate=args.sample_rate, listener=args.listener)
         seats = courtyard.listeners(source=source)
+        listener = names.resolve(args.listener, {n: s.alias for n, s in seats.items()}, "listener seat",
+                                 key="--listener")
+        opts = render.Options(sample_rate=args.sample_rate, listener=listener)
         t0 = time.perf_counter()
         try:
             rep = render.render(tl, args.output, opts, stems_dir=args.stems, progress=bar,

@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
                         key="--pdf")
     s = score.build_score(load_timeline(args, "score", data_source(args)))   # with --cues: only those
     score.write_musicxml(s, out)
+    print(f"{out}: MusicXML, {len(s.parts)} parts")
     if args.pdf:
-        score.write_pdf(out, out.with_suffix(".pdf"))
+        print(f"{score.write_pdf(out, out.with_suffix('.pdf'))}: PDF engraved by LilyPond")
     return 0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yuexuan.data import DataSource
-from yuexuan.rite import tomlfile
+from yuexuan.rite import names, tomlfile
 from yuexuan.timeline import Timeline
 
 
@@ -42,6 +42,8 @@ class Listener:
     english: str
     position_m: tuple[float, ...]  # (x, y, z) metres
     facing_deg: float          # 0 = north, 90 = east
+    pinyin: str = ""
+    alias: str = ""            # what a user may type for it (rite/names.py), e.g. zhongting
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,16 @@ def _listeners(top: tomlfile.Fields) -> tuple[Listener, ...]:
         name = f.get("name", str)
         if name in out:
             raise f.error("name", f"duplicate listener {name!r}")
+        alias = f.get("alias", str, "")
+        if alias and not names.ALIAS.fullmatch(alias):
+            raise f.error("alias", "expected lower-case ASCII pinyin, e.g. zhongting")
         out[name] = Listener(name, f.get("english", str, ""), _metres(f, "position_m"),
-                             f.get("facing_deg", float, 0.0))
+                             f.get("facing_deg", float, 0.0), f.get("pinyin", str, ""), alias)
     if not out:
         raise top.error("listener", "no [[listener]] positions")
+    clash = names.duplicate({li.name: li.alias for li in out.values()})
+    if clash:
+        raise top.error("listener", f"the seats {clash[0]!r} and {clash[1]!r} have one alias")
     return tuple(out.values())
 
 

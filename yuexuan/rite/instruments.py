@@ -8,14 +8,14 @@ from typing import Any
 
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
-from yuexuan.rite import tomlfile
+from yuexuan.rite import names, tomlfile
 from yuexuan.rite.tuning import Pitch, parse_pitch
 
 FAMILIES = ("bell", "stone", "drum", "string", "pipe", "voice")
 KINDS = ("磬", "钟", "鑮", "建鼓", "鼙", "鼗", "簜", "瑟", "歌", "呼")
 XIAN = ("东", "西", "北", "南", "堂下", "堂上", "侯")   # 堂下: at the 堂's foot, not hung (the 簜)
 SUSPENSIONS = ("编悬", "特悬")
-_KEYS = {"name", "pinyin", "english", "family", "kind", "xian", "suspension", "count", "pitched",
+_KEYS = {"name", "pinyin", "alias", "english", "family", "kind", "xian", "suspension", "count", "pitched",
          "octave", "pitch_set", "gm_program", "gm_drum_key", "facing", "position_m", "source",
          "notes", "synth", "place"}
 _PLACE_KEYS = {"where", "position_m", "source", "cues", "from_cue", "when", "attendants"}
@@ -104,6 +104,7 @@ class Instrument:
     synth: dict[str, Any] = field(default_factory=dict)
     file: str = ""
     places: tuple[Place, ...] = ()  # Place rows: where it is during some cues (else at position_m)
+    alias: str = ""            # what a user may type for it (rite/names.py), e.g. jiangu-dong
 
     def can_sound(self, pitch: Pitch) -> bool:
         return pitch in self.pitch_set
@@ -142,6 +143,9 @@ def load_instrument(path: str | Path) -> Instrument:
     if not pitched and gm_drum_key is None:
         raise f.error("gm_drum_key", "an unpitched instrument needs a GM drum key (27..87)")
     synth = dict(f.get("synth", dict, {}))
+    alias = f.get("alias", str, "")
+    if alias and not names.ALIAS.fullmatch(alias):
+        raise f.error("alias", "expected lower-case ASCII pinyin, parts joined by '-', e.g. jiangu-dong")
     second = synth.get("second_tone_ratio")
     if second is not None and not any(abs(p - second) < 1e-9 for p in synth.get("partials", ())):
         # the bell sounds one mode per listed partial: a 侧鼓 missing from them would be silent
@@ -156,7 +160,7 @@ def load_instrument(path: str | Path) -> Instrument:
         count=f.get("count", int, 1, lo=1, hi=64), pitched=pitched,
         octave=f.get("octave", int, 0, lo=-4, hi=4), pitch_set=pitch_set, gm_program=gm_program,
         gm_drum_key=gm_drum_key, synth=synth, file=str(path),
-        places=tuple(_place(p) for p in f.tables("place", [], limit=MAX_PLACES)))
+        places=tuple(_place(p) for p in f.tables("place", [], limit=MAX_PLACES)), alias=alias)
 
 
 def cue_places(insts: dict[str, Instrument], cue_ids: list[str], variants: dict[str, str],
@@ -202,6 +206,11 @@ def place_summary(places_by_cue: dict[str, dict[str, dict[str, Any]]]) -> dict[s
     return out
 
 
+def aliases(insts: dict[str, Instrument]) -> dict[str, str]:
+    """{name: alias} of ``insts``: what :func:`yuexuan.rite.names.resolve` takes."""
+    return {name: inst.alias for name, inst in insts.items()}
+
+
 def members(insts: dict[str, Instrument], who: str) -> list[str]:
     """The instruments ``who`` names, in ``insts``' order: itself if it is one, else the group of
     bodies named ``who·…`` (the 负侯者 of each 侯: 负侯者·大侯, 负侯者·参, 负侯者·干); [] for none."""
@@ -219,6 +228,10 @@ def load_all(source: DataSource = DataSource()) -> dict[str, Instrument]:
             raise UserError(f"duplicate instrument name {inst.name!r} (also in {out[inst.name].file})",
                             file=str(p), key="name")
         out[inst.name] = inst
+    clash = names.duplicate({i.name: i.alias for i in out.values()})
+    if clash:
+        raise UserError(f"instruments {clash[0]!r} and {clash[1]!r} have one alias (or one's alias is the "
+                        "other's name)", file=out[clash[1]].file, key="alias")
     # layout order: east 县 north to south, then west, north, the hall, the targets
     order = sorted(out.values(), key=lambda i: (XIAN.index(i.xian), -i.position_m[1], i.position_m[0]))
     return {i.name: i for i in order}

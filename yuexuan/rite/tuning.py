@@ -9,6 +9,7 @@ Pitches are written as a 律's one-character name with an octave mark: 清 raise
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -88,6 +89,37 @@ def parse_pitch(text: str) -> Pitch:
         raise UserError(f"unknown 律 {text!r}; expected one of {''.join(LV)} (or a full name such as "
                         f"黄钟), optionally followed by 清 (octave up) or 浊 (octave down)")
     return Pitch(LV.index(s), octave)
+
+
+#: a Western pitch name: letter, optional sharp or flat, optional octave (scientific: C4 = middle C)
+_WESTERN = re.compile(r"([A-Ga-g])(#|♯|b|♭)?(-?\d)?")
+_LETTER_STEPS = {"C": 0, "D": 2, "E": 4, "F": 5, "G": 7, "A": 9, "B": 11}
+WESTERN_NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B")
+
+
+def parse_western(text: str) -> tuple[int, int | None] | None:
+    """``F4`` → (5, 4), ``Bb`` → (10, None): the pitch class (0 = C) and octave of a Western name
+    (A4 = 440 Hz, equal temperament), or None if ``text`` is not one."""
+    m = _WESTERN.fullmatch(str(text).strip())
+    if not m:
+        return None
+    step = _LETTER_STEPS[m.group(1).upper()] + {"#": 1, "♯": 1, "b": -1, "♭": -1}.get(m.group(2) or "", 0)
+    return step % 12, (int(m.group(3)) + step // 12 if m.group(3) is not None else None)
+
+
+def western_name(midi_key: int) -> str:
+    """MIDI key 65 → ``F4``."""
+    return f"{WESTERN_NAMES[midi_key % 12]}{midi_key // 12 - 1}"
+
+
+def nearest_lv(hz: float, huangzhong_hz: float) -> tuple[Pitch, float]:
+    """The 律 (any octave; 0 = that of ``huangzhong_hz``) nearest to ``hz``, and how far ``hz`` is
+    from it in cents (positive: ``hz`` above the 律)."""
+    x = cents(hz / huangzhong_hz)
+    o = math.floor(x / 1200)
+    candidates = [Pitch(lv, o + d) for d in (-1, 0, 1) for lv in range(12)]
+    best = min(candidates, key=lambda p: abs(x - cents(float(p.ratio()))))
+    return best, x - cents(float(best.ratio()))
 
 
 def hz_to_midi(hz: float) -> tuple[int, float]:
