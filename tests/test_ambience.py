@@ -23,8 +23,9 @@ import pytest
 
 from yuexuan.audio.engine import plan
 from yuexuan.audio.engine.plan import cue_positions
-from yuexuan.audio.room import space, surfaces
+from yuexuan.audio.room import space
 from yuexuan.compiler import compile_file
+from yuexuan.rite import venue as venues
 
 ROOT = Path(__file__).resolve().parent.parent
 SR = 48000
@@ -139,7 +140,7 @@ def _wall_paths(src, seat, venue):
 
 
 def _click(seat, src, venue, name):
-    p = space.placement(seat, src, SR, name, surfaces.load(venue))
+    p = space.placement(seat, src, SR, name, venues.load(venue))
     h = space.impulse_response(p, SR)
     return p, np.hypot(h[:, 0], h[:, 1]).astype(float)
 
@@ -234,12 +235,12 @@ def test_click_has_only_the_named_reflections_and_a_smooth_tail(places, venue):
 
 def test_the_venue_follows_variant_o24(places):
     tl = places[1]
-    assert surfaces.for_timeline(tl).venue == "郊"                  # the default, 郑玄
-    names = {s.name for s in surfaces.for_timeline(tl).surfaces}
+    assert venues.for_timeline(tl).venue == "郊"                  # the default, 郑玄
+    names = {s.name for s in venues.for_timeline(tl).surfaces}
     assert not names & {w["name"] for w in COURT["wall"]}
     walled = dataclasses.replace(tl, ceremony=dataclasses.replace(
         tl.ceremony, variants={**tl.ceremony.variants, "houdao": VENUES["公宫"]}))
-    room = surfaces.for_timeline(walled)
+    room = venues.for_timeline(walled)
     assert room.venue == "公宫"
     assert {w["name"] for w in COURT["wall"] if w["venue"] == "公宫"} <= {s.name for s in room.surfaces}
     # and the render's plan hears it: in the 公宫 every note rings on through the longer tail, and

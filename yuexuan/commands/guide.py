@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("guide")        # on a terminal: the bar while rendering, a line per stage
     if audio is None and not args.no_audio:
         audio = out / f"{Path(args.cues_file).stem}.flac"
-        render_announced(timeline, audio, court.seats(), progress)
+        render_announced(timeline, audio, court.seats(), source, progress)
     written = guide.write_site(timeline, out, audio, court=court)
     progress.stage(f"site written ({out / 'index.html'})")
     print(f"{out / 'index.html'}: the audio guide, {len(timeline.cues)} cues, {len(written)} files in {out}"

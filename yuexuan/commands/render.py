@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         try:
             rep = render.render(tl, args.output, opts, stems_dir=args.stems, progress=bar,
-                                listener_table=seats)
+                                listener_table=seats, data=source)
         except OSError as exc:          # a folder where the file should go, no permission, disk full
             where = str(exc.filename2 or exc.filename or args.output)
             if Path(where).name.startswith("."):          # our temporary file: name the target
@@ -69,15 +69,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_announced(timeline: Timeline, target: Path, seats: dict[str, Listener],
+def render_announced(timeline: Timeline, target: Path, seats: dict[str, Listener], source: DataSource,
                      progress: Progress | None = None) -> render.Report:
     """Render ``timeline`` to ``target`` (with its chapter sidecars) heard from the default seat of
-    ``seats``; ``progress`` (build's or guide's) draws the bar and a line before and after."""
+    ``seats`` in the venue of ``source``; ``progress`` (build's or guide's) draws the bar and a
+    line before and after."""
     if progress is None:
-        return render.render(timeline, target, listener_table=seats)
+        return render.render(timeline, target, listener_table=seats, data=source)
     progress.stage("rendering the audio…")
     try:
-        rep = render.render(timeline, target, listener_table=seats, progress=progress)
+        rep = render.render(timeline, target, listener_table=seats, progress=progress, data=source)
     finally:
         progress.done()
     progress.stage(f"audio written ({Path(target).name})")
@@ -89,5 +90,5 @@ def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, s
     """For ``yuexuan build``: ``out_dir/<stem>.flac`` with its ``.vtt`` and ``.cue`` chapters,
     heard from the seats of ``source``'s courtyard; ``progress``: build's bar and stage lines."""
     target = Path(out_dir) / f"{Path(cues_path).stem}.flac"
-    rep = render_announced(timeline, target, courtyard.listeners(source=source), progress)
+    rep = render_announced(timeline, target, courtyard.listeners(source=source), source, progress)
     return [Path(rep.path)] + [Path(p) for p in rep.sidecars]

@@ -1,8 +1,9 @@
 """The courtyard of the rite (``ceremony/courtyard.toml``): the 堂, landmarks, targets and listener seats.
 
-Frame: metres, x east, y north, z up; the origin is the middle of the 堂's south edge. The one
-reader of this file: the renderer takes its listeners (:func:`listeners`), the drawing all of it
-(:func:`load`). Errors name the file, the line and the key.
+Frame: metres, x east, y north, z up; the origin is the middle of the 堂's south edge. The
+readers of this file: this module (the renderer takes its listeners, :func:`listeners`; the drawing
+all of it, :func:`load`) and :mod:`yuexuan.rite.venue` (its reflecting surfaces). Both check every key
+of the file against :data:`KEYS`. Errors name the file, the line and the key.
 """
 
 from __future__ import annotations
@@ -13,6 +14,21 @@ from pathlib import Path
 from yuexuan.data import DataSource
 from yuexuan.rite import names, tomlfile
 from yuexuan.timeline import Timeline
+
+_WHERE = {"name", "english", "position_m", "source"}
+#: every key of ceremony/courtyard.toml (:meth:`yuexuan.rite.tomlfile.Fields.known_keys`)
+KEYS: tomlfile.Schema = {
+    "chi_m": None, "bu_m": None, "default_houdao": None,
+    "houdao": {"name", "venue", "zhong", "measured_from", "origin_y_m", "source"},
+    "tang": {"name", "english", "x_m", "y_m", "height_m", "absorption", "material", "absorption_source"},
+    "ground": {"name", "english", "absorption", "absorption_source"},
+    "stairs": {"names", "width_m", "absorption", "absorption_source"},
+    "venue": {"name", "english", "tail_t60_s", "tail_drr_db_at_10m", "source"},
+    "wall": {"name", "english", "venue", "from_m", "to_m", "height_m", "absorption", "source"},
+    "landmark": _WHERE,
+    "target": _WHERE | {"pinyin", "distance_bu", "fa_m"},
+    "listener": _WHERE | {"facing_deg", "pinyin", "alias"},
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +88,15 @@ class Courtyard:
         return {li.name: li for li in self.listeners}
 
 
-def _metres(f: tomlfile.Fields, key: str, n: int = 3, shape: str = "[x, y, z]") -> tuple[float, ...]:
+def read(path: Path) -> tomlfile.Fields:
+    """The top table of the courtyard file ``path``, every key checked against :data:`KEYS`."""
+    doc, text = tomlfile.load(path)
+    top = tomlfile.Fields(doc, str(path), text, "")
+    top.known_keys(KEYS)
+    return top
+
+
+def metres(f: tomlfile.Fields, key: str, n: int = 3, shape: str = "[x, y, z]") -> tuple[float, ...]:
     """An array of ``n`` numbers (metres) under ``key``."""
     v = f.get(key, list)
     if len(v) != n or not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in v):
@@ -89,7 +113,7 @@ def _listeners(top: tomlfile.Fields) -> tuple[Listener, ...]:
         alias = f.get("alias", str, "")
         if alias and not names.ALIAS.fullmatch(alias):
             raise f.error("alias", "expected lower-case ASCII pinyin, e.g. zhongting")
-        out[name] = Listener(name, f.get("english", str, ""), _metres(f, "position_m"),
+        out[name] = Listener(name, f.get("english", str, ""), metres(f, "position_m"),
                              f.get("facing_deg", float, 0.0), f.get("pinyin", str, ""), alias)
     if not out:
         raise top.error("listener", "no [[listener]] positions")
@@ -121,17 +145,16 @@ def load(path: str | Path | None = None, source: DataSource = DataSource(),
     """Read ``path`` (default ceremony/courtyard.toml of ``source``), its targets placed by the
     ``[[houdao]]`` reading ``houdao`` (variant O24; default: the file's ``default_houdao``)."""
     path = Path(path) if path else source.path("ceremony", "courtyard.toml")
-    doc, text = tomlfile.load(path)
-    top = tomlfile.Fields(doc, str(path), text, "")
+    top = read(path)
     tang = top.table("tang")
-    tang_x_m, tang_y_m = (_metres(tang, key, 2, "[min, max]") for key in ("x_m", "y_m"))
-    landmarks = tuple(Place(f.get("name", str), f.get("english", str, ""), _metres(f, "position_m"),
+    tang_x_m, tang_y_m = (metres(tang, key, 2, "[min, max]") for key in ("x_m", "y_m"))
+    landmarks = tuple(Place(f.get("name", str), f.get("english", str, ""), metres(f, "position_m"),
                             f.get("source", str, "")) for f in top.tables("landmark", []))
     geometry = _houdao(top, houdao)
     dy_m = geometry.origin_y_m if geometry else 0.0
     targets = tuple(Target(f.get("name", str), f.get("pinyin", str, ""), f.get("english", str, ""),
-                           f.get("distance_bu", float), _moved(_metres(f, "position_m"), dy_m),
-                           _moved(_metres(f, "fa_m"), dy_m))
+                           f.get("distance_bu", float), _moved(metres(f, "position_m"), dy_m),
+                           _moved(metres(f, "fa_m"), dy_m))
                     for f in top.tables("target", []))
     return Courtyard(tang_x_m, tang_y_m, top.get("bu_m", float, 1.386), landmarks, targets, _listeners(top),
                      geometry)

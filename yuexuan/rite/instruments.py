@@ -9,6 +9,7 @@ from typing import Any
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
 from yuexuan.rite import names, tomlfile
+from yuexuan.rite.synth_keys import SYNTH_KEYS
 from yuexuan.rite.tuning import Pitch, parse_pitch
 
 FAMILIES = ("bell", "stone", "drum", "string", "pipe", "voice")
@@ -142,6 +143,9 @@ def load_instrument(path: str | Path) -> Instrument:
         raise f.error("gm_program", "a pitched instrument needs a General MIDI program (0..127)")
     if not pitched and gm_drum_key is None:
         raise f.error("gm_drum_key", "an unpitched instrument needs a GM drum key (27..87)")
+    family = f.get("family", str, choices=FAMILIES)
+    if f.has("synth"):
+        f.table("synth").known_keys(SYNTH_KEYS[family])
     synth = dict(f.get("synth", dict, {}))
     alias = f.get("alias", str, "")
     if alias and not names.ALIAS.fullmatch(alias):
@@ -153,7 +157,7 @@ def load_instrument(path: str | Path) -> Instrument:
                       "among its partials")
     return Instrument(
         name=f.get("name", str), pinyin=f.get("pinyin", str, ""), english=f.get("english", str, ""),
-        family=f.get("family", str, choices=FAMILIES), kind=f.get("kind", str, choices=KINDS),
+        family=family, kind=f.get("kind", str, choices=KINDS),
         xian=f.get("xian", str, choices=XIAN), position_m=pos,
         facing=f.get("facing", str, ""), source=f.get("source", str), notes=f.get("notes", str, ""),
         suspension=f.get("suspension", str, None, choices=SUSPENSIONS),

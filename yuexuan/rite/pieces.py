@@ -28,6 +28,8 @@ GONGCHE = {"合": ("黄", 0), "四": ("大太", 0), "一": ("夹姑", 0), "上":
            "尺": ("林", 0), "工": ("夷南", 0), "凡": ("无应", 0), "六": ("黄", 1), "五": ("大太夹", 1)}
 _KEYS = {"title", "pinyin", "english", "mode", "reconstruction", "phrase_syllables", "source",
          "stanza", "correction", "later_source"}
+_STANZA_KEYS = {"pitches", "words", "lv", "gongche"}
+_CORRECTION_KEYS = {"stanza", "syllable", "lv", "note"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def _stanza(f: tomlfile.Fields, corrections: dict[int, str], number: int) -> Sta
 def load_piece(path: str | Path) -> Piece:
     data, text = tomlfile.load(path)
     f = tomlfile.Fields(data, str(path), text, "")
-    f.unknown(_KEYS)
+    f.known_keys({**dict.fromkeys(_KEYS), "stanza": _STANZA_KEYS, "correction": _CORRECTION_KEYS})
     corr: dict[int, dict[int, str]] = {}
     for j, c in enumerate(f.get("correction", list, [])):
         cf = tomlfile.Fields(c, str(path), text, f"correction[{j}]",

@@ -76,6 +76,7 @@ def load(path: str | Path | None = None, source: DataSource = DataSource()) -> d
     path = Path(path) if path else source.path("ceremony", "suspension.toml")
     data, text = tomlfile.load(path)
     top = tomlfile.Fields(data, str(path), text, "")
+    top.unknown({"rank", "substitute"})
     subs = [_substitute(sf) for sf in top.tables("substitute", [])]
     out = {}
     for rf in top.tables("rank"):

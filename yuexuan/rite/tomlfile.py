@@ -6,9 +6,9 @@ import functools
 import math
 import re
 import tomllib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from yuexuan.errors import UserError
 
@@ -79,6 +79,10 @@ def header_line(text: str, header: str) -> int | None:
     """1-based line of the ``[header]`` table header, or None."""
     target = f"[{header}]"
     return next((i for i, line in enumerate(_lines(text), start=1) if line.strip() == target), None)
+
+
+#: the keys a TOML table may have (:meth:`Fields.known_keys`): each a value (None) or a table's schema
+Schema: TypeAlias = Mapping[str, "Schema | None"] | set[str] | frozenset[str]
 
 
 class Fields:
@@ -163,3 +167,22 @@ class Fields:
         for k in self.data:
             if k not in allowed:
                 raise self.error(k, f"unknown key; expected one of: {', '.join(sorted(allowed))}")
+
+    def known_keys(self, schema: Schema) -> None:
+        """Reject any key, at any depth, that ``schema`` does not name (a typo is an error naming the
+        key, the file and its line, not a value silently ignored).
+
+        ``schema`` maps each allowed key to None (a value) or to the schema of the table, or of each
+        table of the array of tables, found under it; a set or frozenset is a schema of values only.
+        A key whose value has another type is left to the reader (which says what it expected)."""
+        allowed = dict.fromkeys(schema) if isinstance(schema, (set, frozenset)) else schema
+        self.unknown(allowed)
+        for k, sub in allowed.items():
+            v = self.data.get(k)
+            if sub is None or v is None:
+                continue
+            if isinstance(v, dict):
+                self.table(k).known_keys(sub)
+            elif isinstance(v, list) and v and all(isinstance(item, dict) for item in v):
+                for item in self.tables(k):
+                    item.known_keys(sub)

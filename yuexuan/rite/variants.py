@@ -21,6 +21,10 @@ from yuexuan.rite.tuning import parse_pitch
 
 CUE_FIELDS = ("piece", "melody", "jie", "intro", "default_seconds", "ends_when", "ends_when_en", "pairs")
 FACT_FIELDS = ("position_m", "pitch_set", "count", "suspension")
+VARIANT_KEYS = {"question", "default", "effect", "cues", "options"}
+#: what any option may carry: its source and the generic effects (the module's docstring)
+GENERIC_KEYS = {"source", "cue", "drop_cues", "facts", "hou_shift_m", "roster"}
+ROSTER_KEYS = {"group", "rank"}
 
 
 def load(path: str | Path | None = None, source: DataSource = DataSource()) -> dict[str, Any]:
@@ -34,9 +38,13 @@ def load(path: str | Path | None = None, source: DataSource = DataSource()) -> d
 
 def _check(top: tomlfile.Fields) -> None:
     """Each variant has a question, options with a source, a default among them, and generic effect
-    tables (``cue``, ``facts``) with known fields; a mistake is one UserError naming file and key."""
+    tables (``cue``, ``facts``, ``roster``) with known fields; a mistake is one UserError naming file
+    and key. An option's own effects are read by the part of the compiler its variant concerns, each
+    option of a variant setting the same ones: a key that no other option of its variant has is
+    refused as a typo (a variant of one option has none to compare)."""
     for key in top.data:
         v = top.table(key)
+        v.unknown(VARIANT_KEYS)
         v.get("question", str)
         options = v.table("options")
         v.get("default", str, choices=tuple(options.data))
@@ -45,9 +53,15 @@ def _check(top: tomlfile.Fields) -> None:
             opt.get("source", str)
             if opt.has("cue"):
                 opt.table("cue").unknown(set(CUE_FIELDS))
+            if opt.has("roster"):
+                opt.table("roster").unknown(ROSTER_KEYS)
             facts = opt.table("facts", {})
             for inst in facts.data:
                 facts.table(inst).unknown(set(FACT_FIELDS))
+            others = {k for other, o in options.data.items() if other != name and isinstance(o, dict)
+                      for k in o}
+            if others:
+                opt.unknown(GENERIC_KEYS | others)
 
 
 def effect(variants: dict[str, Any], chosen: dict[str, str], key: str) -> dict[str, Any]:

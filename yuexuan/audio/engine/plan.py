@@ -19,11 +19,13 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.audio.engine import notecache
-from yuexuan.audio.room import space, surfaces, tail
+from yuexuan.audio.room import space, tail
 from yuexuan.audio.synthesis import source_level, synth
 from yuexuan.audio.voice import ensemble
 from yuexuan.audio.voice.line_readings import readings
+from yuexuan.data import DataSource
 from yuexuan.errors import UserError
+from yuexuan.rite import venue
 from yuexuan.rite.courtyard import Listener
 from yuexuan.rite.instruments import FAMILIES
 from yuexuan.timeline import Timeline
@@ -179,10 +181,11 @@ class Plan:
 
 
 def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listener],
-         room: surfaces.Room | None = None) -> Plan:
+         room: venue.Room | None = None, data: DataSource = DataSource()) -> Plan:
     """Place every note of ``timeline`` (sample 0 = its time 0), heard from
     ``listener_table[options.listener]`` in ``room`` (default: the venue of the timeline's variant
-    ``houdao``, O24); waveforms are rendered lazily by the plan's cache.
+    ``houdao``, O24, in the courtyard of ``data``), the voices reading their words by ``data``'s
+    readings table; waveforms are rendered lazily by the plan's cache.
     ``options.cues`` is applied before, by :func:`yuexuan.audio.engine.render.render`."""
     sr = int(options.sample_rate)
     if not 8000 <= sr <= 192000:
@@ -191,7 +194,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         raise UserError(f"unknown listener {options.listener!r}; choose one of "
                         f"{', '.join(listener_table)}", key="--listener")
     listener = listener_table[options.listener]
-    room = room if room is not None else surfaces.for_timeline(timeline)
+    room = room if room is not None else venue.for_timeline(timeline, data)
     notes = timeline.notes
     used = {n.instrument for n in notes}
     names = [nm for nm in timeline.instrument_names() if nm in used]
@@ -214,7 +217,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         return k
 
     starts, ends, gains, keys, inst_idx, mono_taps = [], [], [], [], [], []
-    said = readings(notes, {nm: b.family for nm, b in insts.items()})
+    said = readings(notes, {nm: b.family for nm, b in insts.items()}, data)
     for j, n in enumerate(notes):
         body = insts[n.instrument]
         pos = moved.get((n.cue, n.instrument), body.position_m)

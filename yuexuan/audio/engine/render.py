@@ -36,6 +36,7 @@ from yuexuan.audio.engine.output import output_format
 from yuexuan.audio.engine.plan import Options, Plan, plan
 from yuexuan.audio.engine.spool import Spool
 from yuexuan.audio.loudness import bs1770, gainfit
+from yuexuan.data import DataSource
 from yuexuan.formats import captions
 from yuexuan.rite import courtyard
 from yuexuan.rite.courtyard import Listener
@@ -68,13 +69,14 @@ class Report:
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
            stems_dir: str | Path | None = None, progress: Callable[[float, str], None] | None = None,
-           listener_table: dict[str, Listener] | None = None) -> Report:
+           listener_table: dict[str, Listener] | None = None,
+           data: DataSource = DataSource()) -> Report:
     """Render ``timeline`` to ``out_path`` (.wav or .flac) atomically; optional stems.
 
     ``options.cues``: only those cues, cut out by :func:`yuexuan.timeline.select` (the file's
     time 0 is then the first one's start). Instruments are synthesised and placed from
-    ``timeline.instruments`` alone; the listener seats come from ``listener_table`` (default:
-    the packaged ``ceremony/courtyard.toml``).
+    ``timeline.instruments`` alone; the venue (the courtyard's surfaces) and the readings table
+    come from ``data``, the listener seats from ``listener_table`` (default: those of ``data``).
     ``progress(fraction, stage)`` is called after each block. Returns the measured figures.
     SIGINT and SIGTERM take effect between blocks (:mod:`yuexuan.interrupts`).
 
@@ -84,16 +86,16 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
     with threadpool_limits(limits=1, user_api="blas"), \
             interrupts.deferred_signals() as checkpoint:
         return _render(select(timeline, options.cues), Path(out_path), options, stems_dir, progress,
-                       listener_table if listener_table is not None else courtyard.listeners(),
-                       checkpoint)
+                       listener_table if listener_table is not None else courtyard.listeners(source=data),
+                       data, checkpoint)
 
 
 def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str | Path | None,
             progress: Callable[[float, str], None] | None, listener_table: dict[str, Listener],
-            checkpoint: Callable[[], None]) -> Report:
+            data: DataSource, checkpoint: Callable[[], None]) -> Report:
     fmt, subtype = output_format(out_path)
     memory.limit_arenas()
-    p = plan(timeline, options, listener_table)
+    p = plan(timeline, options, listener_table, data=data)
     sr = p.sample_rate
     hop = bs1770.hop_samples(sr)
     block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block

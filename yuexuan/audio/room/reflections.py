@@ -12,6 +12,7 @@ its finite rectangle, and no leg of the path passes through another surface.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Collection, Sequence
@@ -20,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio.room.surfaces import Surface
+from yuexuan.rite.venue import Surface
 
 MAX_ORDER = 2
 EPS = 1e-9
@@ -35,16 +36,25 @@ class Reflection(NamedTuple):
     reflection: float          # product of the surfaces' pressure reflection coefficients
 
 
+@functools.lru_cache(maxsize=256)
+def normal(surface: Surface) -> npt.NDArray[np.float64]:
+    """The unit normal of ``surface``'s plane (edge1 × edge2); read-only (it is kept)."""
+    n = np.cross(surface.edge1_m, surface.edge2_m)
+    out = np.asarray(n / np.linalg.norm(n), dtype=np.float64)
+    out.flags.writeable = False
+    return out
+
+
 def mirror(point: npt.ArrayLike, surface: Surface) -> npt.NDArray[np.float64]:
     """``point`` mirrored in the plane of ``surface``."""
-    n = surface.normal
+    n = normal(surface)
     p = np.asarray(point, dtype=float)
     return p - 2.0 * float(np.dot(p - surface.corner_m, n)) * n
 
 
 def crossing(surface: Surface, a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64] | None:
     """Where the segment a→b crosses ``surface``'s rectangle (strictly between its ends), or None."""
-    n = surface.normal
+    n = normal(surface)
     da = float(np.dot(np.asarray(a) - surface.corner_m, n))
     db = float(np.dot(np.asarray(b) - surface.corner_m, n))
     if da * db >= 0.0:

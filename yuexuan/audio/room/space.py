@@ -21,7 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.audio.room import reflections as images
-from yuexuan.audio.room import surfaces, tail
+from yuexuan.audio.room import tail
+from yuexuan.rite import venue
 from yuexuan.rite.courtyard import Listener, listeners  # noqa: F401  (the seats: one reader, re-exported)
 
 SPEED_OF_SOUND_M_S = 343.0
@@ -94,7 +95,7 @@ class Placement:
         return max(max(t.lag for t in self.taps), tail.length_samples(self.tail))
 
 
-def tail_energy(d_m: float, room: surfaces.Room) -> float:
+def tail_energy(d_m: float, room: venue.Room) -> float:
     """Energy of the diffuse tail re the direct sound's at ``d_m`` metres: the room's
     direct-to-reverberant ratio at 10 m, 6 dB less per doubling of distance, at least
     TAIL_MIN_DRR_DB."""
@@ -103,10 +104,10 @@ def tail_energy(d_m: float, room: surfaces.Room) -> float:
 
 
 def placement(listener: Listener, source_m: Sequence[float], sample_rate: int, seed_name: str = "",
-              room: surfaces.Room | None = None) -> Placement:
+              room: venue.Room | None = None) -> Placement:
     """Direct sound, the reflections of ``room``'s surfaces (default: the packaged courtyard's
     default venue) and the diffuse tail, heard at ``listener`` from ``source_m``."""
-    room = room if room is not None else surfaces.load(DEFAULT_VENUE)
+    room = room if room is not None else venue.load(DEFAULT_VENUE)
     src = tuple(float(v) for v in source_m)
     d = distance_m(src, listener.position_m)
     az = azimuth_deg(listener, src)

@@ -8,11 +8,14 @@ from collections.abc import Mapping, Sequence
 
 from yuexuan.audio.voice import phonetics
 from yuexuan.audio.voice.phonetics import Reading
+from yuexuan.data import DataSource
 from yuexuan.timeline import Note
 
 
-def readings(notes: Sequence[Note], families: Mapping[str, str]) -> dict[int, Reading]:
-    """{index into ``notes``: reading} for every voice note with a one-character lyric."""
+def readings(notes: Sequence[Note], families: Mapping[str, str],
+             source: DataSource = DataSource()) -> dict[int, Reading]:
+    """{index into ``notes``: reading} for every voice note with a one-character lyric (the
+    overrides from the readings table of ``source``)."""
     lines: dict[tuple[str, str], list[int]] = {}
     for j, n in enumerate(notes):
         if families.get(n.instrument) == "voice" and n.lyric and len(n.lyric) == 1 \
@@ -22,6 +25,6 @@ def readings(notes: Sequence[Note], families: Mapping[str, str]) -> dict[int, Re
     for idx in lines.values():
         idx.sort(key=lambda j: notes[j].time)
         chars = "".join(notes[j].lyric or "" for j in idx)
-        for j, r in zip(idx, phonetics.read_line(chars)):
+        for j, r in zip(idx, phonetics.read_line(chars, source)):
             out[j] = r
     return out

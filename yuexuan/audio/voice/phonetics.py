@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
-from yuexuan.rite import tomlfile
+from yuexuan.rite import readings
 
 #: Mandarin initials, longest first (for splitting a pinyin syllable).
 INITIALS = ("zh", "ch", "sh", "b", "p", "m", "f", "d", "t", "n", "l", "g", "k", "h", "j", "q", "x",
@@ -62,29 +62,18 @@ class Table:
 
 @lru_cache(maxsize=4)
 def table(source: DataSource = DataSource()) -> Table:
-    """The reading table (``ceremony/readings.toml``)."""
-    path = source.path("ceremony", "readings.toml")
-    data, _ = tomlfile.load(path)
-    phrases, alone = [], {}
-    for group in ("phrase", "alone"):
-        for i, entry in enumerate(data.get(group, [])):
-            text, reading = entry.get("text"), entry.get("reading")
-            if not isinstance(text, str) or not isinstance(reading, str) or not entry.get("source"):
-                raise UserError(f"[[{group}]] #{i + 1}: expected text, reading and source strings",
-                                file=str(path))
-            try:
-                syllables = tuple(split(s) for s in reading.split())
-            except ValueError as exc:
-                raise UserError(f"[[{group}]] {text}: {exc}", file=str(path)) from None
-            if len(syllables) != len(text):
-                raise UserError(f"[[{group}]] {text}: {len(text)} characters but {len(syllables)} "
-                                f"syllables in reading", file=str(path))
-            if group == "phrase":
-                phrases.append((text, syllables))
-            else:
-                alone[text] = syllables[0]
-    phrases.sort(key=lambda p: -len(p[0]))
-    return Table(str(data.get("reading", "")), tuple(phrases), alone)
+    """The reading table of ``source`` (``ceremony/readings.toml``, read by
+    :mod:`yuexuan.rite.readings`), its syllables split into readings."""
+    data = readings.load(source)
+
+    def read(entry: readings.Override) -> tuple[Reading, ...]:
+        try:
+            return tuple(split(s) for s in entry.syllables)
+        except ValueError as exc:
+            raise UserError(f"{entry.text}: {exc}", file=data.file) from None
+
+    phrases = sorted(((e.text, read(e)) for e in data.phrases), key=lambda p: -len(p[0]))
+    return Table(data.setting, tuple(phrases), {e.text: read(e)[0] for e in data.alone})
 
 
 @lru_cache(maxsize=4096)
@@ -103,11 +92,11 @@ def read_line(line: str, source: DataSource = DataSource()) -> tuple[Reading, ..
     if len(line) == 1 and line in tab.alone:
         return (tab.alone[line],)
     fixed = [False] * len(line)
-    for text, readings in tab.phrases:
+    for text, said in tab.phrases:
         start = line.find(text)
         while start >= 0:
             if not any(fixed[start:start + len(text)]):
-                out[start:start + len(text)] = readings
+                out[start:start + len(text)] = said
                 fixed[start:start + len(text)] = [True] * len(text)
             start = line.find(text, start + 1)
     return tuple(out)

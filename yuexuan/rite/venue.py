@@ -1,22 +1,20 @@
-"""The reflecting surfaces of the courtyard (``ceremony/courtyard.toml``) for one venue: the ground, the
-堂's platform (south, east and west faces and its top), the two stairs, and the walls the venue
-has (variant O24: 郊 none, 公宫 its court walls). Each surface is a rectangle in the courtyard frame
-(metres; x east, y north, z up) with the pressure reflection coefficient √(1 − α) of its cited
-absorption coefficient α. Errors name the file, the line and the key.
+"""The venue heard in the courtyard (``ceremony/courtyard.toml``): the reflecting surfaces of one
+venue — the ground, the 堂's platform (south, east and west faces and its top), the two stairs, and
+the walls the venue has (variant O24: 郊 none, 公宫 its court walls) — and its diffuse tail. Each
+surface is a rectangle in the courtyard frame (metres; x east, y north, z up) with the pressure
+reflection coefficient √(1 − α) of its cited absorption coefficient α. The renderer's room
+(:mod:`yuexuan.audio.room`) takes it as read here. Errors name the file, the line and the key.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
-
 from yuexuan.data import DataSource
-from yuexuan.rite import tomlfile
-from yuexuan.rite.courtyard import _metres
+from yuexuan.rite import courtyard, tomlfile
+from yuexuan.rite.courtyard import metres
 from yuexuan.timeline import Timeline
 
 GROUND_EXTENT_M = 400.0        # the ground is a square this wide around the origin (open field)
@@ -32,11 +30,6 @@ class Surface:
     edge1_m: tuple[float, float, float]
     edge2_m: tuple[float, float, float]
     reflection: float          # pressure reflection coefficient, √(1 − α)
-    normal: npt.NDArray[np.float64] = field(init=False, repr=False, compare=False)   # unit normal
-
-    def __post_init__(self) -> None:
-        n = np.cross(self.edge1_m, self.edge2_m)
-        object.__setattr__(self, "normal", n / np.linalg.norm(n))
 
 
 @dataclass(frozen=True)
@@ -55,7 +48,7 @@ def _absorption(f: tomlfile.Fields) -> float:
 
 def _platform(tang: tomlfile.Fields) -> list[Surface]:
     """The 堂's platform: south face, east and west faces, top (floor of 堂上)."""
-    (x0, x1), (y0, y1) = (_metres(tang, k, 2, "[min, max]") for k in ("x_m", "y_m"))
+    (x0, x1), (y0, y1) = (metres(tang, k, 2, "[min, max]") for k in ("x_m", "y_m"))
     h = tang.get("height_m", float, lo=0.0)
     r = _absorption(tang)
     return [Surface("堂·南廉", (x0, y0, 0.0), (x1 - x0, 0.0, 0.0), (0.0, 0.0, h), r),
@@ -75,7 +68,7 @@ def _stairs(top: tomlfile.Fields, tang_y0: float, height: float) -> list[Surface
     for name in f.strings("names"):
         if name not in feet:
             raise f.error("names", f"no [[landmark]] named {name!r}")
-        x, y, _ = _metres(feet[name], "position_m")
+        x, y, _ = metres(feet[name], "position_m")
         out.append(Surface(name, (x - width / 2, y, 0.0), (width, 0.0, 0.0),
                            (0.0, tang_y0 - y, height), _absorption(f)))
     return out
@@ -86,7 +79,7 @@ def _walls(top: tomlfile.Fields, venue: str) -> list[Surface]:
     for f in top.tables("wall", []):
         if f.get("venue", str) != venue:
             continue
-        (x0, y0), (x1, y1) = (_metres(f, k, 2, "[x, y]") for k in ("from_m", "to_m"))
+        (x0, y0), (x1, y1) = (metres(f, k, 2, "[x, y]") for k in ("from_m", "to_m"))
         out.append(Surface(f.get("name", str), (x0, y0, 0.0), (x1 - x0, y1 - y0, 0.0),
                            (0.0, 0.0, f.get("height_m", float, lo=0.0)), _absorption(f)))
     return out
@@ -95,9 +88,7 @@ def _walls(top: tomlfile.Fields, venue: str) -> list[Surface]:
 def load(venue: str, path: str | Path | None = None, source: DataSource = DataSource()) -> Room:
     """The surfaces of ``venue`` (a ``[[venue]]`` name: 郊, 公宫) in ``path`` (default
     ceremony/courtyard.toml)."""
-    path = Path(path) if path else source.path("ceremony", "courtyard.toml")
-    doc, text = tomlfile.load(path)
-    top = tomlfile.Fields(doc, str(path), text, "")
+    top = courtyard.read(Path(path) if path else source.path("ceremony", "courtyard.toml"))
     venues = {f.get("name", str): f for f in top.tables("venue")}
     if venue not in venues:
         raise top.error("venue", f"no [[venue]] named {venue!r}; expected one of: {', '.join(venues)}")
@@ -107,7 +98,7 @@ def load(venue: str, path: str | Path | None = None, source: DataSource = DataSo
     surfaces = [Surface(ground.get("name", str), (-half, -half, 0.0), (2 * half, 0.0, 0.0),
                         (0.0, 2 * half, 0.0), _absorption(ground))]
     surfaces += _platform(tang)
-    surfaces += _stairs(top, _metres(tang, "y_m", 2, "[min, max]")[0], tang.get("height_m", float))
+    surfaces += _stairs(top, metres(tang, "y_m", 2, "[min, max]")[0], tang.get("height_m", float))
     surfaces += _walls(top, venue)
     v = venues[venue]
     return Room(venue, tuple(surfaces), v.get("tail_t60_s", float, lo=0.05, hi=5.0),
@@ -115,7 +106,7 @@ def load(venue: str, path: str | Path | None = None, source: DataSource = DataSo
 
 
 def for_timeline(timeline: Timeline, source: DataSource = DataSource()) -> Room:
-    """The room of the venue the timeline's variant ``houdao`` (O24) names (郑玄: 郊, 敖继公: 公宫)."""
-    from yuexuan.rite import courtyard
+    """The room of the venue the timeline's variant ``houdao`` (O24) names (郑玄: 郊, 敖继公: 公宫),
+    from the courtyard file of ``source``."""
     court = courtyard.for_timeline(timeline, source)
     return load(court.houdao.venue if court.houdao else "郊", source=source)
