@@ -63,10 +63,17 @@ def line_of(text: str, key: str, value: str | None = None, start: int = 1) -> in
     return None
 
 
+def _is_header(line: str, target: str) -> bool:
+    """Whether ``line`` is the table header ``target`` (``[name]`` or ``[[name]]``), a comment
+    after it or not."""
+    line = line.strip()
+    return line == target or (line.startswith(target) and line[len(target):].lstrip().startswith("#"))
+
+
 def table_lines(text: str, header: str) -> list[int]:
     """1-based lines of every ``[[header]]`` array-of-tables header, in order (one pass)."""
     target = f"[[{header}]]"
-    return [i for i, line in enumerate(_lines(text), start=1) if line.strip() == target]
+    return [i for i, line in enumerate(_lines(text), start=1) if _is_header(line, target)]
 
 
 def table_line(text: str, header: str, index: int) -> int | None:
@@ -78,7 +85,7 @@ def table_line(text: str, header: str, index: int) -> int | None:
 def header_line(text: str, header: str) -> int | None:
     """1-based line of the ``[header]`` table header, or None."""
     target = f"[{header}]"
-    return next((i for i, line in enumerate(_lines(text), start=1) if line.strip() == target), None)
+    return next((i for i, line in enumerate(_lines(text), start=1) if _is_header(line, target)), None)
 
 
 #: the keys a TOML table may have (:meth:`Fields.known_keys`): each a value (None) or a table's schema
