@@ -44,7 +44,8 @@ def vnu_errors(files: list[Path]) -> dict[Path, list[str]]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> list[Path]:
     """What the project writes for a browser: two guides (the whole ceremony without audio; 貍首 with
-    its render and the renderer's chapter captions, as ``build`` makes it) and ``yuexuan layout``'s SVG."""
+    its render and the renderer's chapter captions, as ``build`` makes it), a guide's glossary page
+    and ``yuexuan layout``'s SVG."""
     base = tmp_path_factory.mktemp("guides")
     whole, lishou = base / "whole", base / "lishou"
     done = run_cli("guide", DEFAULT_CUES, "-o", whole, "--no-audio")
@@ -60,7 +61,8 @@ def written(tmp_path_factory) -> list[Path]:
     court = base / "court.svg"
     done = run_cli("layout", DEFAULT_CUES, "-o", court)
     assert done.returncode == 0, done.stderr
-    return [site / name for site in (whole, lishou) for name in ("index.html", "layout.svg", "style.css")] + [court]
+    return [site / name for site in (whole, lishou) for name in ("index.html", "layout.svg", "style.css")] + \
+        [court, whole / "glossary.html"]
 
 
 def test_guide_html_svg_and_css_pass_the_checker(written, tmp_path):

@@ -23,6 +23,10 @@ from yuexuan import data
 from yuexuan.commands import COMMANDS
 from yuexuan.errors import EXIT_BAD_INPUT, UserError
 
+EPILOG = ("The rite's words (律, 耦, 侯, 乏, 射节, 释获, 算, 纯/奇, the 县, the instruments and officers) "
+          "in pinyin and English: docs/glossary.md, and glossary.html in every guide. Names may be "
+          "typed in pinyin (yuexuan note shengzhong F4; render --listener zhongting): each command's "
+          "--help lists them. The manual: README.md and docs/.")
 DATA_HELP = (f"a folder laid out like the data (instruments/, pieces/, ceremony/, cues/) whose files replace "
              f"or add to the packaged ones, file by file (default: ${data.ENV_VAR})")
 
@@ -46,7 +50,8 @@ def build_parser(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser
     parser = argparse.ArgumentParser(
         prog="yuexuan",
         description="乐县: compile the 大射仪 music programme to a timeline, MIDI, audio, "
-                    "live MIDI, a guide and a score; check shots against the drum.")
+                    "live MIDI, a guide and a score; check shots against the drum.",
+        epilog=EPILOG)
     parser.add_argument("--data", metavar="DIR", default=None, help=DATA_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     runners = {}

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if audio is None and not args.no_audio:
         audio = out / f"{Path(args.cues_file).stem}.flac"
         render_announced(timeline, audio, court.seats(), source, progress)
-    written = guide.write_site(timeline, out, audio, court=court)
+    written = guide.write_site(timeline, out, audio, court=court, source=source)
     progress.stage(f"site written ({out / 'index.html'})")
     print(f"{out / 'index.html'}: the audio guide, {len(timeline.cues)} cues, {len(written)} files in {out}"
           + (" (no audio: --no-audio)" if audio is None else f" (audio: {audio.name})"))
@@ -71,7 +71,7 @@ def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, s
                   if (out_dir / f"{stem}{ext}").is_file()),
                  None)
     written = guide.write_site(timeline, out_dir / "guide", audio,
-                               court=courtyard.for_timeline(timeline, source))
+                               court=courtyard.for_timeline(timeline, source), source=source)
     if progress:
         progress.stage(f"guide written ({out_dir / 'guide' / 'index.html'})")
     return written

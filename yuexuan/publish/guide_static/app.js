@@ -25,7 +25,8 @@
     let m = -Infinity;
     list.forEach((p, i) => { on[i] = p[0]; m = Math.max(m, p[1]); maxEnd[i] = m; });
     const el = document.getElementById('inst-' + name.replace(/ /g, '_'));
-    index.push({ name, on, maxEnd, el });
+    const keyEl = document.querySelector('.key-item[data-instrument="' + CSS.escape(name) + '"]');
+    index.push({ name, on, maxEnd, el, keyEl });
   }
   function lastAtOrBefore(arr, t) {      // index of the last element <= t, or -1
     let lo = 0, hi = arr.length - 1, ans = -1;
@@ -55,11 +56,18 @@
   // as a data: URL. The caption shown is picked by the current time from the track's cues (not
   // activeCues: those stay empty at 0:00 until the media clock moves or seeks).
   const track = document.getElementById('captions');
+  // A caption's lines are Chinese (the piece and the quoted text) or English (the gloss, which may
+  // quote a word or two): in one language the page shows that language's lines only.
+  const count = (line, re) => (line.match(re) || []).length;
+  const isEnglish = line => count(line, /[A-Za-z]/g) > count(line, /[\u3400-\u9fff]/g);
   function captionFromTrack() {
     const tt = track && track.track;
     if (!tt || !tt.cues) return null;
     const t = now();
-    return Array.from(tt.cues).filter(c => c.startTime <= t && t < c.endTime).map(c => c.text).join('\n');
+    const mode = document.documentElement.dataset.lang;
+    const text = Array.from(tt.cues).filter(c => c.startTime <= t && t < c.endTime).map(c => c.text).join('\n');
+    if (mode === 'both') return text;
+    return text.split('\n').filter(line => isEnglish(line) === (mode === 'en')).join('\n');
   }
   if (track) {
     track.track.mode = 'hidden';
@@ -80,9 +88,17 @@
     const t = now();
     const on = soundingAt(t);
     const lit = new Set(on.map(it => it.name));
-    for (const it of index) if (it.el) it.el.classList.toggle('sounding', lit.has(it.name));
+    for (const it of index) {
+      if (it.el) it.el.classList.toggle('sounding', lit.has(it.name));
+      if (it.keyEl) it.keyEl.classList.toggle('sounding', lit.has(it.name));
+    }
     const key = Array.from(lit).sort().join(' ');
-    if (key !== lastKey) { soundingBox.textContent = key ? '♪ ' + Array.from(lit).join('、') : ''; lastKey = key; }
+    const english = document.documentElement.dataset.lang === 'en';
+    if (key + english !== lastKey) {
+      const names = Array.from(lit).map(n => english ? ((data.instruments[n] || {}).pinyin || n) : n);
+      soundingBox.textContent = names.length ? '♪ ' + names.join(english ? ', ' : '、') : '';
+      lastKey = key + english;
+    }
     let current = null;
     for (const c of cues) if (c.start <= t && t < c.end) current = c;
     for (const b of buttons) {
@@ -122,8 +138,49 @@
     const target = ev.key === ']' ? cues[i] : cues[Math.max(0, i - 2)];
     if (target) { seek(target.start); ev.preventDefault(); }
   });
+  // A phone (style.css's narrow layout): the drawing without its words and its legend (the key
+  // below names the instruments), so its view ends above the legend; wider, the whole drawing.
+  const svg = document.querySelector('.svgwrap svg'), legend = document.getElementById('yx-legend');
+  const fullView = svg && svg.getAttribute('viewBox'), fullHeight = svg && svg.getAttribute('height');
+  const narrow = window.matchMedia('(max-width: 800px)');
+  function fitDrawing() {
+    if (!svg || !legend || !fullView) return;
+    const [x, y, w] = fullView.split(/\s+/).map(Number);
+    const top = Number(legend.querySelector('[y]') ? legend.querySelector('[y]').getAttribute('y') : NaN);
+    const cut = narrow.matches && top > y;        // the height attribute sets the drawn aspect ratio
+    svg.setAttribute('viewBox', cut ? [x, y, w, top - 30 - y].join(' ') : fullView);
+    svg.setAttribute('height', cut ? String(top - 30 - y) : fullHeight);
+  }
+  narrow.addEventListener('change', fitDrawing);
+  fitDrawing();
+
+  // The key (shown on a phone, where the drawing has no words): a tap marks the instrument in it.
+  for (const b of document.querySelectorAll('.key-item')) {
+    b.addEventListener('click', () => {
+      const on = b.getAttribute('aria-pressed') !== 'true';
+      for (const other of document.querySelectorAll('.key-item')) other.setAttribute('aria-pressed', 'false');
+      for (const g of document.querySelectorAll('.yx-inst.picked')) g.classList.remove('picked');
+      const g = document.getElementById('inst-' + b.dataset.instrument.replace(/ /g, '_'));
+      b.setAttribute('aria-pressed', String(on));
+      if (g && on) g.classList.add('picked');
+    });
+  }
+
+  // Language: ?lang=en|zh|both (a kiosk's link), else the reader's last choice, else both.
+  const LANGS = ['both', 'zh', 'en'], KEY = 'yuexuan-guide-lang';
   const lang = document.getElementById('lang');
-  lang.addEventListener('change', () => { document.documentElement.dataset.lang = lang.value; });
+  function stored() { try { return localStorage.getItem(KEY); } catch (e) { return null; } }
+  function setLang(value, keep) {
+    if (!LANGS.includes(value)) return;
+    document.documentElement.dataset.lang = value;
+    document.documentElement.lang = value === 'en' ? 'en' : 'zh-Hans';
+    lang.value = value;
+    if (keep) { try { localStorage.setItem(KEY, value); } catch (e) { /* storage off: not kept */ } }
+  }
+  const asked = new URLSearchParams(location.search).get('lang');
+  if (LANGS.includes(asked)) setLang(asked, true);
+  else if (LANGS.includes(stored())) setLang(stored(), false);
+  lang.addEventListener('change', () => { setLang(lang.value, true); update(); });
   document.documentElement.dataset.ready = '1';
   update();
 })();
