@@ -14,19 +14,19 @@ from yuexuan.audio.loudness import bs1770
 RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more are made
 
 
-def blocks(p: Plan, block: int, stems: bool = False,
-           mix_too: bool = True, first: int = 0, stop: int | None = None,
+def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int | None = None,
            ) -> Iterator[tuple[int, npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]] | None]]:
     """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block,
-    blocks ``first`` to ``stop`` (exclusive; None: the end) (with ``mix_too`` False the mix is left
-    silent: for a caller that has it already).
+    blocks ``first`` to ``stop`` (exclusive; None: the end).
 
     The mix arrays are reused after :data:`RING` blocks (no fresh pages per block); a consumer
     must be done with a block before it asks for the RING-th next one.
 
     A singer's mono take is added through his seat's taps into a channel-major bus (each channel's
     row contiguous: twice as fast as a column of the interleaved mix), added to the mix once a
-    block.
+    block. An instrument with a gain envelope (``p.envelopes``) is summed apart, multiplied by its
+    gain over the block and then added to the mix; its stem is that product (the stems add up
+    to the mix).
     """
     nev = len(p.starts)
     nxt = 0
@@ -44,6 +44,8 @@ def blocks(p: Plan, block: int, stems: bool = False,
         mix = ring[k % RING][:b1 - b0]
         mix.fill(0.0)
         parts: dict[int, npt.NDArray[np.float32]] | None = {} if stems else None
+        shaping = {i: g for i, env in p.envelopes.items() if (g := env.block(b0, b1)) is not None}
+        shaped: dict[int, npt.NDArray[np.float32]] = {}     # instrument → its sound, before its gain
         keep = []
         sung = False
         for e in active:
@@ -53,14 +55,21 @@ def blocks(p: Plan, block: int, stems: bool = False,
             if t > b1:
                 keep.append(e)
             a, z = max(s, b0), min(t, b1)
-            targets = []
-            if parts is not None:
-                i = int(p.inst[e])
-                if i not in parts:
-                    parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
-                targets.append(parts[i])
-            if mix_too:
-                targets.append(mix)
+            i = int(p.inst[e])
+            own: npt.NDArray[np.float32] | None = None          # where its sound goes apart
+            if i in shaping:
+                own = shaped.get(i)
+                if own is None:
+                    own = shaped[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
+                    if parts is not None:
+                        parts[i] = own
+                targets = [own]
+            else:
+                targets = [mix]
+                if parts is not None:
+                    if i not in parts:
+                        parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
+                    targets.insert(0, parts[i])
             pcm = p.cache.get(p.keys[e])
             g = float(p.gains[e]) * pcm.unit
             taps = p.taps.get(e) if p.taps else None
@@ -74,20 +83,25 @@ def blocks(p: Plan, block: int, stems: bool = False,
                 ta, tz = max(s + lag, b0), min(s + lag + len(mono), b1)
                 if tz <= ta:
                     continue
-                if mix_too and not sung:
+                if own is None and not sung:
                     bus[:, :b1 - b0].fill(0.0)
                     sung = True
                 part = scratch[:tz - ta]
                 for c, gc in ((0, left), (1, right)):
                     np.multiply(mono[ta - s - lag:tz - s - lag], np.float32(g * gc), out=part,
                                 dtype=np.float32)
-                    if mix_too:
-                        bus[c, ta - b0:tz - b0] += part
+                    if own is not None:
+                        own[ta - b0:tz - b0, c] += part
+                        continue
+                    bus[c, ta - b0:tz - b0] += part
                     if parts is not None:
-                        parts[int(p.inst[e])][ta - b0:tz - b0, c] += part
+                        parts[i][ta - b0:tz - b0, c] += part
         active = keep
         if sung:
             mix += bus[:, :b1 - b0].T
+        for i, own in shaped.items():
+            own *= shaping[i][:, None]
+            mix += own
         yield b0, mix, parts
 
 

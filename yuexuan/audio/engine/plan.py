@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.audio.engine import notecache
+from yuexuan.audio.engine.gain_envelope import Envelope, GainEnvelope, by_instrument
 from yuexuan.audio.room import space, tail
 from yuexuan.audio.synthesis import source_level, synth
 from yuexuan.audio.voice import ensemble
@@ -46,6 +47,9 @@ class Options:
     target_lufs: float = TARGET_LUFS
     ceiling_dbtp: float = CEILING_DBTP
     block: int = BLOCK
+    # a produced mix's gain over time per group of stems: called once with the selected timeline
+    # and its plan (yuexuan/audio/engine/gain_envelope.py); None: every stem at its physical level
+    envelopes: Callable[[Timeline, Plan], Sequence[GainEnvelope]] | None = None
 
 
 class Body(NamedTuple):
@@ -167,6 +171,8 @@ class Plan:
     cache: notecache.NoteCache         # of :class:`Pcm` by :class:`PlacedKey`
     taps: dict[int, tuple[space.Tap, ...]] = field(default_factory=dict)
     # events whose waveform is a mono take heard through these taps (an ensemble's singers), by index
+    envelopes: dict[int, Envelope] = field(default_factory=dict)
+    # the gain over time of the instruments (index into names) that Options.envelopes shapes
 
     @property
     def duration_s(self) -> float:
@@ -281,7 +287,10 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         uses[0].append(int(starts_a[i]))
         uses[1].append(int(ends_a[i]))
     taps = {j: t for j, i in enumerate(order) if (t := mono_taps[i]) is not None}
-    return Plan(sr, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
-                [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,
-                total,
-                notecache.NoteCache(make, schedule=schedule), taps)
+    placed = Plan(sr, starts_a[order], ends_a[order], np.asarray(gains, np.float32)[order],
+                  [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,
+                  total,
+                  notecache.NoteCache(make, schedule=schedule), taps)
+    if options.envelopes is not None:
+        placed.envelopes = by_instrument(options.envelopes(timeline, placed), names, sr)
+    return placed
