@@ -92,6 +92,9 @@ class Note:
     lv: str | None = None     # 律 name with octave mark, e.g. 黄 / 黄清 / 黄浊
     cents: float | None = None  # hz relative to the equal-tempered midi key, cents
     lyric: str | None = None  # the syllable sung, where there are words
+    # a spoken syllable's F0, semitones re its speaker's speaking pitch, at equal steps from the
+    # note's onset to its end (the compiler's prosody, docs/timeline.md); None: none given
+    f0_st: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,8 @@ def to_dict(tl: Timeline) -> dict[str, Any]:
                       "cue": n.cue, "midi": n.midi, "hz": None if n.hz is None else round(n.hz, 4),
                       "velocity": n.velocity, "lv": n.lv,
                       "cents": None if n.cents is None else round(n.cents, 2), "lyric": n.lyric})
+        if n.f0_st is not None:
+            notes[-1]["f0_st"] = [round(float(v), 3) for v in n.f0_st]
     beats = []
     for b in tl.beats:
         d = asdict(b)

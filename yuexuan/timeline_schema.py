@@ -193,9 +193,29 @@ def _resolved(node: dict[str, Any]) -> dict[str, Any]:
     return {**_resolved(target), **{k: v for k, v in node.items() if k != "$ref"}}
 
 
+def _numbers_test(prop: dict[str, Any]) -> Test | None:
+    """A predicate equal to ``prop`` for an array of numbers (or null), or None if ``prop`` is not that."""
+    kinds = prop.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    item = _scalar_test(prop.get("items", {}))
+    if set(prop) - {"type", "items", "minItems"} - _ANNOTATIONS or not kinds or "array" not in kinds \
+            or set(kinds) - {"array", "null"} or item is None:
+        return None
+    nullable, min_items = "null" in kinds, prop.get("minItems", 0)
+
+    def test(x: Any) -> bool:
+        if x is None:
+            return nullable
+        return type(x) is list and len(x) >= min_items and all(map(item, x))
+    return test
+
+
 def _scalar_test(prop: dict[str, Any]) -> Test | None:
-    """A predicate equal to ``prop`` for a scalar field, or None if ``prop`` is not that simple."""
+    """A predicate equal to ``prop`` for a scalar field (or an array of numbers), or None if
+    ``prop`` is not that simple."""
     prop = _resolved(prop)
+    if "items" in prop:
+        return _numbers_test(prop)
     kinds = prop.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     enum = prop.get("enum")

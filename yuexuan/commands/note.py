@@ -8,15 +8,18 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import numpy.typing as npt
 import soundfile as sf
 
-from yuexuan import atomic
+from yuexuan import atomic, pronunciation
 from yuexuan.audio.engine.output import output_format
-from yuexuan.audio.synthesis import synth
+from yuexuan.audio.synthesis import source_level, synth
 from yuexuan.audio.voice import ensemble, takes
 from yuexuan.commands.common import data_source
+from yuexuan.compiler import prosody
 from yuexuan.errors import UserError
 from yuexuan.rite import instruments, names
+from yuexuan.rite.cuesheet_speech import SYLLABLE_S, slots
 from yuexuan.rite.tuning import LV_FULL, Pitch, nearest_lv, parse_pitch, parse_western, western_name
 
 DEFAULT_HZ = 345.0
@@ -40,11 +43,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"黄钟 in Hz (default {DEFAULT_HZ}, as cues/dashe.toml)")
     p.add_argument("--lyric", metavar="SYLLABLE",
                    help="syllable for a voice: a character (read in modern Mandarin) or pinyin with a "
-                        "tone number, e.g. 好 or hao3")
+                        "tone number, e.g. 好 or hao3; for a speaking voice also a formula (不鼓不释, "
+                        "a pause at punctuation), said with the compiler's prosody a slot of "
+                        f"{SYLLABLE_S} s a syllable")
     p.add_argument("--voices", type=int, metavar="N",
                    help="singers of a voice heard together, unplaced (default: the instrument's count "
                         "for an ensemble, else 1; 1 = one dry singer)")
     p.add_argument("--sample-rate", type=int, default=48000, metavar="HZ")
+
+
+def _spoken(inst: instruments.Instrument, args: argparse.Namespace) -> npt.NDArray[np.float32]:
+    """A speaking voice's ``--lyric`` said as the compiler lays it out (:mod:`yuexuan.compiler.prosody`):
+    one syllable held ``--duration``, or a formula a slot of :data:`SYLLABLE_S` a syllable."""
+    lyric = args.lyric or ""
+    try:
+        if lyric.isascii():                       # pinyin (or nothing): one syllable
+            readings = [takes.reading_of(lyric)]
+            said = prosody.utterance(["?"], args.duration / prosody.FILL, readings)
+        else:
+            chars = slots(lyric)
+            step = args.duration / prosody.FILL if len(chars) == 1 else SYLLABLE_S
+            readings = list(pronunciation.read_line("".join(c for c in chars if c)))
+            said = prosody.utterance(chars, step, readings)
+    except ValueError as exc:
+        raise UserError(str(exc), key="--lyric") from None
+    lines = [(r, s.onset_s, s.duration_s, s.f0_st) for r, s in zip(readings, said)]
+    sr = args.sample_rate
+    return takes.dry_line(inst.synth, lines, args.velocity, sr, synth.seed_of(inst.name, None, args.velocity),
+                          inst.name, lambda x: source_level.level_normalised(x, sr))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,12 +97,15 @@ def run(args: argparse.Namespace) -> int:
             (inst.count if ensemble.is_ensemble(inst.family, inst.synth, inst.count) else 1)
         if not 1 <= count <= 64:
             raise UserError("voices must be 1..64", key="--voices")
-        try:
-            reading = takes.reading_of(args.lyric)
-        except ValueError as exc:
-            raise UserError(str(exc), key="--lyric") from None
-        x = takes.dry_ensemble(inst.synth, reading, hz, args.velocity, args.duration, args.sample_rate,
-                               seed, inst.name, count)
+        if hz is None:
+            x = _spoken(inst, args)
+        else:
+            try:
+                reading = takes.reading_of(args.lyric)
+            except ValueError as exc:
+                raise UserError(str(exc), key="--lyric") from None
+            x = takes.dry_ensemble(inst.synth, reading, hz, args.velocity, args.duration, args.sample_rate,
+                                   seed, inst.name, count)
     else:
         if args.voices is not None:
             raise UserError(f"{inst.name} is not a voice", key="--voices")

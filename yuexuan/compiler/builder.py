@@ -7,6 +7,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from yuexuan.compiler import prosody
 from yuexuan.errors import UserError
 from yuexuan.rite import cuesheet
 from yuexuan.rite import variants as variants_mod
@@ -122,16 +123,22 @@ class Builder:
         return sorted(out, key=lambda i: order.index(i.name))
 
     def note(self, spec: CueSpec, t: float, dur: float, inst: Instrument, pitch: Pitch | None,
-             velocity: float, lyric: str | None = None, key: str = "melody", spoken: bool = False) -> None:
+             velocity: float, lyric: str | None = None, key: str = "melody", spoken: bool = False,
+             f0_st: tuple[float, ...] | None = None) -> None:
         """Sound ``inst`` at ``t`` s for ``dur`` s. Unpitched bodies and ``spoken`` calls (a voice
-        without a pitch: ``hz`` None, MIDI key :data:`SPOKEN_KEY` unless the body has a GM drum key)."""
+        without a pitch: ``hz`` None, MIDI key :data:`SPOKEN_KEY` unless the body has a GM drum key);
+        a spoken syllable carries its F0 contour ``f0_st`` (default: said alone,
+        :func:`yuexuan.compiler.prosody.call`)."""
         if len(self.notes) >= MAX_NOTES:
             raise UserError(f"the compiled ceremony exceeds {MAX_NOTES} sounded events; shorten the cue "
                             "sheet (open-ended lengths, roster size)", file=self.sheet.file, line=spec.line)
         velocity = max(1, min(127, int(velocity) + self.voice_offsets.get(inst.name, 0)))
         if spoken or not inst.pitched:
             drum_key = inst.gm_drum_key if inst.gm_drum_key is not None else SPOKEN_KEY
-            self.notes.append(Note(t, dur, inst.name, spec.id, drum_key, None, velocity, lyric=lyric))
+            if spoken and f0_st is None and lyric and len(lyric) == 1 and not lyric.isascii():
+                f0_st = prosody.call(lyric, dur)
+            self.notes.append(Note(t, dur, inst.name, spec.id, drum_key, None, velocity, lyric=lyric,
+                                   f0_st=f0_st if spoken else None))
             return
         if pitch is None:
             pitch = inst.pitch_set[0]

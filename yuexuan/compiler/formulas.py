@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from yuexuan.compiler import prosody
 from yuexuan.compiler.builder import Builder, Placed
 from yuexuan.compiler.logged import cue_round
 from yuexuan.errors import UserError
@@ -23,8 +24,6 @@ from yuexuan.rite.cuesheet_speech import slots
 from yuexuan.rite.vocabulary import ARCHER_RANKS, ROLES
 from yuexuan.scoring import rules, tally
 from yuexuan.scoring.shots import Shots
-
-SPOKEN_FRACTION = 0.9        # a syllable's note fills this share of its slot
 
 
 class Tally:
@@ -69,8 +68,9 @@ class Tally:
 
 
 def speech_cue(b: Builder, spec: CueSpec, t0: float, tally: Tally) -> Placed:
-    """Each utterance of ``spec`` as spoken notes (no pitch), one per syllable with its ``lyric``,
-    a syllable every ``syllable_seconds`` (a pause at punctuation is one slot); a count is fitted
+    """Each utterance of ``spec`` as spoken notes (no pitch), one per syllable with its ``lyric``
+    and F0 contour, laid out by :func:`yuexuan.compiler.prosody.utterance` in the utterance's span
+    of a slot of ``syllable_seconds`` per syllable (a pause at punctuation is one slot); a count is fitted
     into its window ``seconds`` (its syllables closer together when they would overrun it) and
     named in the cue's ``piece`` (「数获：…」), which the captions show."""
     end, starts, counted = t0, [], []
@@ -88,10 +88,9 @@ def speech_cue(b: Builder, spec: CueSpec, t0: float, tally: Tally) -> Placed:
                             file=b.sheet.file, line=spec.line, key="speech")
         t = t0 + u.at
         starts.append(t)
-        for k, syllable in enumerate(said):
-            if syllable is not None:
-                b.note(spec, t + k * step, step * SPOKEN_FRACTION, inst, None, u.velocity, lyric=syllable,
-                       key="speech", spoken=True)
+        for s in prosody.utterance(said, step):
+            b.note(spec, t + s.onset_s, s.duration_s, inst, None, u.velocity, lyric=s.syllable, key="speech",
+                   spoken=True, f0_st=s.f0_st)
         end = max(end, t + (u.seconds if u.seconds is not None else len(said) * step))
     # a count is named with the cue's piece, so the captions say it: 「数获：右贤于左二纯」
     piece = f"{spec.piece}：{'；'.join(counted)}" if counted and spec.piece else None

@@ -27,7 +27,7 @@ from yuexuan.audio.engine import arena as shared
 from yuexuan.audio.engine import forked
 from yuexuan.audio.synthesis import synth
 from yuexuan.audio.voice import takes
-from yuexuan.audio.voice.phonetics import Reading
+from yuexuan.pronunciation import Reading
 
 VELOCITY_BUCKETS = (40, 80, 112)     # timbre is rendered at these velocities; gain is exact
 DURATION_STEP_S = 0.05               # sustained notes are cached per 50 ms of duration
@@ -49,11 +49,13 @@ class NoteKey(NamedTuple):
     duration_s: float                # held length (sustained families), else 0.0
     syllable: str | None             # voices: "initial|final|tone" (tone 0 when sung: a note's pitch)
     singer: int = -1                 # voices: the ensemble's singer, −1 for the single voice
+    f0_st: tuple[float, ...] | None = None   # a spoken syllable's F0 contour (the note's), else None
 
     def seed(self) -> int:
         """The noise seed of this waveform (from its identity, never a global RNG)."""
+        contour = () if self.f0_st is None else (self.f0_st,)
         return synth.seed_of(self.instrument, self.hz, self.velocity, self.duration_s, self.syllable,
-                             self.singer)
+                             self.singer, *contour)
 
     def reading(self) -> Reading | None:
         if self.syllable is None:
@@ -68,8 +70,10 @@ def velocity_bucket(velocity: int) -> int:
 
 
 def note_key(instrument: str, family: str, hz: float | None, velocity: int, duration_s: float,
-             lyric: str | None, reading: Reading | None = None, singer: int = -1) -> NoteKey:
-    """The :class:`NoteKey` of a note (a voice's ``reading``: else that of ``lyric`` alone)."""
+             lyric: str | None, reading: Reading | None = None, singer: int = -1,
+             f0_st: tuple[float, ...] | None = None) -> NoteKey:
+    """The :class:`NoteKey` of a note (a voice's ``reading``: else that of ``lyric`` alone; a
+    spoken voice's F0 contour ``f0_st``, the note's)."""
     dur = round(round(duration_s / DURATION_STEP_S) * DURATION_STEP_S, 3) \
         if family in synth.SUSTAINED else 0.0
     syllable = None
@@ -77,7 +81,8 @@ def note_key(instrument: str, family: str, hz: float | None, velocity: int, dura
         r = reading or takes.reading_of(lyric)
         syllable = f"{r.initial}|{r.final}|{r.tone if hz is None else 0}"
     return NoteKey(instrument, None if hz is None else round(float(hz), 6),
-                   velocity_bucket(velocity), dur, syllable, singer if family == "voice" else -1)
+                   velocity_bucket(velocity), dur, syllable, singer if family == "voice" else -1,
+                   tuple(f0_st) if f0_st is not None and family == "voice" and hz is None else None)
 
 
 def lead_samples(key: NoteKey, sample_rate: int) -> int:
@@ -90,7 +95,8 @@ def note_from_key(key: NoteKey, family: str, params: dict[str, Any],
                   sample_rate: int) -> npt.NDArray[np.float32]:
     """Render the waveform ``key`` stands for (float32 mono; seeded by the key)."""
     return synth.note(family, params, key.hz, key.velocity, key.duration_s, sample_rate,
-                      seed=key.seed(), reading=key.reading(), singer=key.singer, name=key.instrument)
+                      seed=key.seed(), reading=key.reading(), singer=key.singer, name=key.instrument,
+                      f0_st=key.f0_st)
 
 
 class NoteCache:

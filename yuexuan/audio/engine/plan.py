@@ -243,7 +243,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         for singer, k, offset_s, level in voices:
             place = placements[k]
             note_key = notecache.note_key(n.instrument, body.family, hz, n.velocity, n.duration, n.lyric,
-                                          said.get(j), singer)
+                                          said.get(j), singer, n.f0_st)
             key = PlacedKey(note_key, k if singer < 0 else -1)   # a singer's take is placed in the mix
             s = int(round((n.time + offset_s) * sr)) + place.delay_samples \
                 - notecache.lead_samples(note_key, sr)

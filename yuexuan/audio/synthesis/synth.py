@@ -48,7 +48,7 @@ from yuexuan.audio.synthesis.primitives import (
     wavetable,
 )
 from yuexuan.audio.voice import takes
-from yuexuan.audio.voice.phonetics import Reading
+from yuexuan.pronunciation import Reading
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "string": 6.0}   # drums: drums.RING_CAP_S
@@ -226,13 +226,15 @@ def pipe(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_
 
 def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, duration_s: float,
          sample_rate: int, seed: int = 0, lyric: str | None = None,
-         reading: Reading | None = None, singer: int = -1, name: str = "") -> npt.NDArray[np.float32]:
+         reading: Reading | None = None, singer: int = -1, name: str = "",
+         f0_st: tuple[float, ...] | None = None) -> npt.NDArray[np.float32]:
     """One note as float32 mono samples (peak 1). ``hz`` None for unpitched drums and for a
     spoken voice (a call on its syllable's tone).
 
     Struck families ring out (up to :data:`RING_CAP_S`) whatever the duration; pipe and voice
     sustain for ``duration_s`` and release over :data:`RELEASE_S`. A voice sings ``reading`` (else
-    the reading of ``lyric``), its take starting ``takes.lead_samples`` before the note's time.
+    the reading of ``lyric``), its take starting ``takes.lead_samples`` before the note's time; a
+    spoken one follows its F0 contour ``f0_st`` (the note's) where it has one.
     """
     velocity = max(1, min(127, int(velocity)))
     if family == "drum":
@@ -241,7 +243,7 @@ def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, d
         if hz is not None and not hz > 0:
             raise ValueError(f"a voice note needs a positive frequency or None, got {hz!r}")
         return takes.take(params, reading or takes.reading_of(lyric), hz, velocity, duration_s,
-                          sample_rate, seed, name, singer)
+                          sample_rate, seed, name, singer, f0_st)
     if hz is None or not hz > 0:
         raise ValueError(f"a {family} note needs a positive frequency, got {hz!r}")
     if family == "bell":

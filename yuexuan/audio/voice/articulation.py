@@ -1,6 +1,6 @@
 """A syllable as a plan of articulation: when its consonant sounds and how, the vowel targets its
 formants glide through, and its nasal ending (:class:`Articulation`), from a
-:class:`~yuexuan.audio.voice.phonetics.Reading`. Pure data and arithmetic; :mod:`yuexuan.audio.voice.singer`
+:class:`~yuexuan.pronunciation.Reading`. Pure data and arithmetic; :mod:`yuexuan.audio.voice.singer`
 turns it into sound.
 
 Time 0 is the consonant's onset; the vowel starts at ``lead_s`` (in singing, on the note's time:
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from yuexuan.audio.voice.phonetics import Reading
+from yuexuan.pronunciation import Reading
 
 Formants = tuple[tuple[float, float], ...]      # ((F Hz, bandwidth Hz) × 5)
 

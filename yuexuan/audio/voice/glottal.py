@@ -109,10 +109,11 @@ def _vibrato(t: npt.NDArray[np.float64], p: Pitch, start_s: float, end_s: float,
 
 
 def f0_track(hz: float, total_s: float, vowel_s: float, end_s: float, p: Pitch, seed: int,
-             tone: int | None = None) -> npt.NDArray[np.float64]:
+             tone: int | None = None, contour_st: tuple[float, ...] | None = None) -> npt.NDArray[np.float64]:
     """F0 (Hz) at :data:`CONTROL_HZ` over ``total_s``: sung (``tone`` None) the note's pitch with
-    the onset glide at ``vowel_s`` and vibrato; spoken, the tone's contour from ``vowel_s`` to
-    ``end_s`` around ``hz``. Jitter is per glottal period, slow drift throughout."""
+    the onset glide at ``vowel_s`` and vibrato; spoken, from ``vowel_s`` to ``end_s`` around ``hz``
+    the contour ``contour_st`` (semitones, at equal steps; the compiler's prosody) or else the
+    tone's own (Chao's letters). Jitter is per glottal period, slow drift throughout."""
     rng = np.random.default_rng(seed)
     n = max(2, int(math.ceil(total_s * CONTROL_HZ)) + 1)
     t = np.arange(n) / CONTROL_HZ
@@ -121,10 +122,12 @@ def f0_track(hz: float, total_s: float, vowel_s: float, end_s: float, p: Pitch, 
         cents -= p.glide_cents * np.exp(-np.maximum(t - vowel_s, 0.0) / max(p.glide_s / 3, 1e-3))
         cents += _vibrato(t, p, vowel_s + p.vibrato_delay_s, end_s, rng)
     else:
-        lv = TONE_LEVELS.get(tone, TONE_LEVELS[5])
         u = np.clip((t - vowel_s) / max(end_s - vowel_s, 1e-3), 0.0, 1.0)
-        level = np.interp(u, (0.0, 0.5, 1.0), lv)
-        cents += 100.0 * SEMITONES_PER_LEVEL * (level - 3.0)
+        if contour_st is not None and len(contour_st) >= 2:
+            cents += 100.0 * np.interp(u, np.linspace(0.0, 1.0, len(contour_st)), contour_st)
+        else:
+            level = np.interp(u, (0.0, 0.5, 1.0), TONE_LEVELS.get(tone, TONE_LEVELS[5]))
+            cents += 100.0 * SEMITONES_PER_LEVEL * (level - 3.0)
     knots = rng.standard_normal(int(total_s * 8) + 3)            # drift: a knot every 125 ms
     cents += p.drift_cents * np.interp(t * 8, np.arange(len(knots)), knots)
     f0 = hz * np.exp2(cents / 1200.0)

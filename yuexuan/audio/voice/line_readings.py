@@ -1,14 +1,14 @@
 """The reading of each sung, called or spoken syllable of a timeline, read in its line: a cue's
 syllables of one voice in time order (so that pypinyin's phrase table and the readings table of
-:mod:`yuexuan.audio.voice.phonetics` see 周行, 和乐, 用乐 … as words)."""
+:mod:`yuexuan.pronunciation` see 周行, 和乐, 用乐 … as words)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from yuexuan.audio.voice import phonetics
-from yuexuan.audio.voice.phonetics import Reading
+from yuexuan import pronunciation
 from yuexuan.data import DataSource
+from yuexuan.pronunciation import Reading
 from yuexuan.timeline import Note
 
 
@@ -25,6 +25,6 @@ def readings(notes: Sequence[Note], families: Mapping[str, str],
     for idx in lines.values():
         idx.sort(key=lambda j: notes[j].time)
         chars = "".join(notes[j].lyric or "" for j in idx)
-        for j, r in zip(idx, phonetics.read_line(chars, source)):
+        for j, r in zip(idx, pronunciation.read_line(chars, source)):
             out[j] = r
     return out

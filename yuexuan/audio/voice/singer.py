@@ -25,7 +25,7 @@ import numpy.typing as npt
 from yuexuan.audio import dsp
 from yuexuan.audio.voice import glottal
 from yuexuan.audio.voice.articulation import RELEASE_S, Articulation, articulate
-from yuexuan.audio.voice.phonetics import Reading
+from yuexuan.pronunciation import Reading
 
 STEP_S = 0.005                    # formant control step while they move
 SPEAKING_HZ = 110.0               # a man's speaking F0 (Peterson & Barney 1952: men's mean ≈ 132 Hz)
@@ -137,9 +137,11 @@ def _formant_filter(x: npt.NDArray[np.float32], art: Articulation, total_s: floa
 
 
 def render(reading: Reading, hz: float | None, held_s: float, velocity: int, sample_rate: int,
-           seed: int, voice: Voice = Voice()) -> tuple[npt.NDArray[np.float32], int]:
+           seed: int, voice: Voice = Voice(),
+           f0_st: tuple[float, ...] | None = None) -> tuple[npt.NDArray[np.float32], int]:
     """One syllable: (float32 mono, peak 1; the samples before the vowel's onset). ``hz`` None:
-    spoken, on the syllable's tone around a speaking pitch raised by ``voice.shout``."""
+    spoken around a speaking pitch raised by ``voice.shout``, on the F0 contour ``f0_st``
+    (semitones re that pitch, the compiler's prosody) or else on the syllable's tone alone."""
     sung = hz is not None
     shout = voice.shout
     art = articulate(reading, max(0.05, held_s), f1_factor=1.0 + 0.3 * shout, sung=sung)
@@ -156,7 +158,7 @@ def render(reading: Reading, hz: float | None, held_s: float, velocity: int, sam
     pitch = voice.pitch if sung else glottal.Pitch(vibrato_cents=0.0, glide_cents=0.0,
                                                    jitter=voice.pitch.jitter, drift_cents=8.0)
     f0 = glottal.f0_track(base, total_s, art.lead_s, art.end_s, pitch, int(rng.integers(2**31)),
-                          tone=None if sung else reading.tone)
+                          tone=None if sung else reading.tone, contour_st=None if sung else f0_st)
     # glottal phase per sample (F0 held over each 1 ms control step)
     step = rate // glottal.CONTROL_HZ if rate % glottal.CONTROL_HZ == 0 else 0
     if step:

@@ -1,6 +1,6 @@
 """The voices (歌 and the calls): one take of one voice on one syllable, sung at a pitch or spoken
 (called) on its tone, by :mod:`yuexuan.audio.voice.singer` from the syllable's reading
-(:mod:`yuexuan.audio.voice.phonetics`); the singers of an ensemble (:mod:`yuexuan.audio.voice.ensemble`).
+(:mod:`yuexuan.pronunciation`); the singers of an ensemble (:mod:`yuexuan.audio.voice.ensemble`).
 
 A take starts at its consonant's onset: :func:`lead_samples` before the note's time, so that the
 vowel lands on the note's time (the beat stays where the timeline puts it).
@@ -9,15 +9,17 @@ vowel lands on the note's time (the beat stays where the timeline puts it).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.audio.voice import ensemble, phonetics, singer
+from yuexuan import pronunciation
+from yuexuan.audio.voice import ensemble, singer
 from yuexuan.audio.voice.articulation import RELEASE_S, lead_s
-from yuexuan.audio.voice.phonetics import Reading
+from yuexuan.pronunciation import Reading
 
 NO_WORDS = Reading("", "a", 5)         # a voice without words sings "a"
 
@@ -27,8 +29,8 @@ def reading_of(syllable: str | None) -> Reading:
     if not syllable:
         return NO_WORDS
     if syllable[0].isascii():
-        return phonetics.split(syllable)
-    return phonetics.read_syllable(syllable)
+        return pronunciation.split(syllable)
+    return pronunciation.read_syllable(syllable)
 
 
 def lead_samples(reading: Reading, sample_rate: int) -> int:
@@ -42,17 +44,37 @@ def length(reading: Reading, held_s: float, sample_rate: int) -> int:
 
 
 def take(params: dict[str, Any], reading: Reading, hz: float | None, velocity: int, held_s: float,
-         sample_rate: int, seed: int, name: str = "", index: int = -1) -> npt.NDArray[np.float32]:
+         sample_rate: int, seed: int, name: str = "", index: int = -1,
+         f0_st: tuple[float, ...] | None = None) -> npt.NDArray[np.float32]:
     """One voice's take (float32 mono, peak 1): singer ``index`` of the ensemble ``name`` (own
-    intonation and vibrato), or the instrument's single voice (``index`` −1)."""
+    intonation and vibrato), or the instrument's single voice (``index`` −1); spoken (``hz`` None)
+    on the F0 contour ``f0_st`` where given (semitones re its speaking pitch)."""
     v = singer.voice_of(params)
     if index >= 0:
         v = replace(v, pitch=ensemble.singer_pitch(v.pitch, name, index, ensemble.settings_of(params)))
-    x, _ = singer.render(reading, hz, held_s, velocity, sample_rate, seed, v)
+    x, _ = singer.render(reading, hz, held_s, velocity, sample_rate, seed, v, f0_st)
     n = length(reading, held_s, sample_rate)
     if len(x) != n:
         x = np.pad(x, (0, max(0, n - len(x))))[:n]
     return x
+
+
+def dry_line(params: dict[str, Any], said: Sequence[tuple[Reading, float, float, tuple[float, ...]]],
+             velocity: int, sample_rate: int, seed: int, name: str = "",
+             level: Callable[[npt.NDArray[np.float32]], npt.NDArray[np.float32]] = lambda x: x,
+             ) -> npt.NDArray[np.float32]:
+    """Syllables said one after another by the instrument's voice, unplaced (``yuexuan note`` of a
+    formula): each (reading, onset s, held s, F0 contour st) spoken from its onset, its consonant
+    before it, each take scaled by ``level`` (the render's levelling), as the render places them.
+    Peak 1; sample 0 is the first consonant's onset."""
+    starts = [int(round(t * sample_rate)) - lead_samples(r, sample_rate) for r, t, _, _ in said]
+    first = min(starts)
+    parts = [level(take(params, r, None, velocity, held, sample_rate, seed + 7919 * k, name, f0_st=f0))
+             for k, (r, _, held, f0) in enumerate(said)]
+    out = np.zeros(max(s - first + len(x) for s, x in zip(starts, parts)), dtype=np.float32)
+    for s, x in zip(starts, parts):
+        out[s - first:s - first + len(x)] += x
+    return out * np.float32(1.0 / (float(np.abs(out).max()) or 1.0))
 
 
 def dry_ensemble(params: dict[str, Any], reading: Reading, hz: float | None, velocity: int,

@@ -1,4 +1,5 @@
-"""How a syllable is pronounced: its initial, final and tone, from a pronunciation dictionary.
+"""How a syllable is pronounced: its initial, final and tone, from a pronunciation dictionary (read by
+the compiler for the formulas' prosody, :mod:`yuexuan.compiler.prosody`, and by the voices).
 
 The reading is modern Standard Mandarin (the setting ``reading`` of ``ceremony/readings.toml``),
 NOT the Zhou pronunciation. pypinyin (MIT) reads each line with its phrase table; the table of
