@@ -2,7 +2,7 @@
 read otherwise than the pronunciation dictionary (周行 háng, 和乐 lè, 用乐 yuè …), each with its
 source, and the name of the reading the voices use. Read and checked here (every key, each entry's
 syllables: pinyin with a tone number, one per character); the voices turn the syllables into
-sounds (:mod:`yuexuan.audio.voice.phonetics`)."""
+sounds (:mod:`yuexuan.pronunciation`, :mod:`yuexuan.audio.voice`)."""
 
 from __future__ import annotations
 
