@@ -24,7 +24,8 @@ def run(args: argparse.Namespace) -> int:
     write_smf(tl, args.output, pitch_bend=args.pitch_bend)
     if args.timeline:
         save_json(tl, args.timeline)
-    print(f"{args.output}: {len(tl.cues)} cues, {len(tl.notes)} notes, {len(tl.beats)} 射节 beats, "
+    cues = f"{len(tl.cues)} cue" + ("" if len(tl.cues) == 1 else "s")
+    print(f"{args.output}: {cues}, {len(tl.notes)} notes, {len(tl.beats)} 射节 beats, "
           f"{tl.duration:.1f} s")
     if args.timeline:
         print(f"{args.timeline}: the timeline (JSON)")
