@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from yuexuan.audio.engine import arena, forked, notecache
+from yuexuan.audio.engine import arena, notecache, workers
 
 
 class Wave(NamedTuple):
@@ -35,7 +35,7 @@ def _make(key: int) -> Wave:
     return Wave((rng.standard_normal((1000 + 37 * key, 2)) * 3000).astype(np.int16), 0.5 + key)
 
 
-@pytest.mark.skipif(not forked.available(), reason="forked workers are Linux's")
+@pytest.mark.skipif(not workers.available(), reason="forked workers are Linux's")
 @pytest.mark.parametrize("room", [10 ** 7, 30_000])
 def test_prefetch_through_the_arena_gives_what_make_gives(room):
     """All 40 waveforms fit (room 10 MB): each is a view of the arena, pinned. Or a few fit

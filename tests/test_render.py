@@ -156,7 +156,7 @@ def test_two_processes_render_what_one_does(tmp_path, monkeypatch):
     monkeypatch.setattr(render.Spool, "open", classmethod(lambda cls, *a: None))
     two[".remix.wav"] = render.render(tl, tmp_path / "two.remix.wav", opts)
     monkeypatch.undo()
-    monkeypatch.setattr(render.forked, "available", lambda: False)
+    monkeypatch.setattr(render.workers, "available", lambda: False)
     one = {s: render.render(tl, tmp_path / f"one{s}", opts) for s in (".wav", ".flac")}
     for s, o in ((".wav", ".wav"), (".flac", ".flac"), (".remix.wav", ".wav")):
         assert _sha(tmp_path / f"two{s}") == _sha(tmp_path / f"one{o}")

@@ -4,40 +4,32 @@ Notes of one instrument with equal frequency, velocity bucket, held length (sust
 per 50 ms) and, for a voice, syllable (its reading; the tone only when spoken) and singer sound
 identical up to gain, so each key is synthesised once. An ensemble's singers are keys of their own
 (per-singer takes); :mod:`yuexuan.audio.engine.plan` varies each rendition's onsets and levels. The cache is
-the only state of the renderer's synthesis: :meth:`NoteCache.prefetch` fills it on worker
-threads; an evicted waveform is rebuilt identically (synthesis is a pure function of the key).
+the only state of the renderer's synthesis: :meth:`NoteCache.prefetch` fills it in forked worker
+processes (:mod:`yuexuan.audio.engine.workers`); an evicted waveform is rebuilt identically
+(synthesis is a pure function of the key).
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
-import multiprocessing
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from yuexuan.audio.engine import arena as shared
-from yuexuan.audio.engine import forked
+from yuexuan.audio.engine import workers
 from yuexuan.audio.synthesis import synth
 from yuexuan.audio.voice import takes
 from yuexuan.pronunciation import Reading
 
 VELOCITY_BUCKETS = (40, 80, 112)     # timbre is rendered at these velocities; gain is exact
 DURATION_STEP_S = 0.05               # sustained notes are cached per 50 ms of duration
-BATCH_KEYS = 8                       # waveforms a worker process builds per task (fewer round trips)
-
-# The makers handed to forked worker processes, by token: a closure cannot be pickled, but a forked
-# child has its parent's memory, so it is set here just before the fork and read there.
-_FORKED: dict[int, Callable[[Any], Any]] = {}
-_ARENAS: dict[int, shared.Arena] = {}          # and the arena each puts its arrays in
-_tokens = itertools.count()
+BATCH_KEYS = 8                       # waveforms a worker process builds per task
 
 
 class NoteKey(NamedTuple):
@@ -145,20 +137,19 @@ class NoteCache:
                 break
             self._bytes -= self._data.pop(victim).nbytes
 
-    def prefetch(self, keys: Iterable[Hashable], workers: int = 2,
+    def prefetch(self, keys: Iterable[Hashable], workers_count: int = 2,
                  tick: Callable[[], None] | None = None,
                  group: Callable[[Any], Hashable] | None = None) -> None:
-        """Build the missing waveforms of ``keys`` (in that order) on ``workers`` forked processes
-        (threads where the platform cannot fork), while they fit in the byte limit. The result is
-        the same as building them on demand.
+        """Build the missing waveforms of ``keys`` (in that order) in ``workers_count`` forked
+        processes (here, where the platform cannot fork), while they fit in the byte limit. The
+        result is the same as building them on demand.
 
         Processes, not threads: the synthesis is many numpy calls on arrays of a second or so, and
         two threads waiting on each other for the GIL were hardly faster than one. The processes
-        put their waveforms' arrays in an :class:`~yuexuan.audio.engine.arena.Arena` of the cache's free
-        bytes, not through the pipe; those stay for the cache's life. Keys with equal
+        put their waveforms' arrays in an :class:`~yuexuan.audio.engine.arena.Arena` of the
+        cache's free bytes, not through the pipe; those stay for the cache's life. Keys with equal
         ``group(key)`` are built in one task (one process: what they share is made once).
-        ``tick()`` is called in this thread after each task; if it raises, the tasks not yet
-        started are cancelled and the exception goes on once the running ones end."""
+        ``tick()`` is called here while they work; what it raises ends them and goes on."""
         todo = [k for k in dict.fromkeys(keys) if k not in self._data]
         groups: dict[Hashable, list[Hashable]] = {}
         for k in todo:
@@ -169,38 +160,27 @@ class NoteCache:
                 tasks[-1].extend(ks)
             else:
                 tasks.append(list(ks))
-        token = next(_tokens)
-        pool: Executor
-        where: shared.Arena | None = None
-        if forked.available() and workers > 1 and len(tasks) > 1:
-            where = _ARENAS[token] = shared.Arena(self._max - self._bytes)
-            _FORKED[token] = self._make
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
-            run: Callable[[list[Hashable]], list[Any]] = _ForkedTask(token)
-        else:
-            pool = ThreadPoolExecutor(max_workers=workers)
-            run = _ForkedTask(token, self._make)
-        try:
-            full = False
-            for ks, arrs in zip(tasks, pool.map(run, tasks)):
-                if tick is not None:
-                    tick()
-                for key, (arr, pinned) in zip(ks, arrs):
-                    if where is not None and pinned:
-                        arr = shared.unpack(arr, where)
-                        self._pinned.add(key)
-                    elif self._bytes + arr.nbytes > self._max:
-                        full = True
-                        break
-                    self._data[key] = arr
-                    self._bytes += arr.nbytes
-                    self.misses += 1
-                if full:
-                    break
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            _FORKED.pop(token, None)
-            _ARENAS.pop(token, None)
+        forking = workers.available() and workers_count > 0 and len(tasks) > 1
+        where = shared.Arena(self._max - self._bytes) if forking else None
+
+        def build(i: int, here: bool) -> list[tuple[Any, bool]]:
+            """Task ``i``'s waveforms, each (value, whether its arrays are in the arena)."""
+            if where is None or here:
+                return [(self._make(k), False) for k in tasks[i]]
+            return [shared.pack(self._make(k), where) for k in tasks[i]]
+
+        built = workers.share(build, len(tasks), children=workers_count if forking else 0,
+                              here=False, tick=tick or (lambda: None))
+        for ks, arrs in zip(tasks, built):
+            for key, (arr, pinned) in zip(ks, arrs):
+                if where is not None and pinned:
+                    arr = shared.unpack(arr, where)
+                    self._pinned.add(key)
+                elif self._bytes + arr.nbytes > self._max:
+                    return
+                self._data[key] = arr
+                self._bytes += arr.nbytes
+                self.misses += 1
 
     def get(self, key: Hashable) -> Any:
         arr = self._data.get(key)
@@ -214,25 +194,6 @@ class NoteCache:
         self._bytes += arr.nbytes
         self._evict(key)
         return arr
-
-
-class _ForkedTask:
-    """Build a list of keys with the maker of ``token`` (in a forked child) or ``make``: each as
-    (value, whether its arrays are in the token's arena)."""
-
-    def __init__(self, token: int, make: Callable[[Any], Any] | None = None) -> None:
-        self.token = token
-        self.make = make
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"token": self.token, "make": None}      # the child finds its maker in _FORKED
-
-    def __call__(self, keys: list[Hashable]) -> list[tuple[Any, bool]]:
-        make = self.make if self.make is not None else _FORKED[self.token]
-        where = _ARENAS.get(self.token) if self.make is None else None
-        if where is None:
-            return [(make(k), False) for k in keys]
-        return [shared.pack(make(k), where) for k in keys]
 
 
 class Recent:

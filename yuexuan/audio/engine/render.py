@@ -31,7 +31,7 @@ import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
-from yuexuan.audio.engine import forked, memory, output, passes
+from yuexuan.audio.engine import memory, output, passes, workers
 from yuexuan.audio.engine.output import output_format
 from yuexuan.audio.engine.plan import Options, Plan, plan
 from yuexuan.audio.engine.spool import Spool
@@ -107,7 +107,7 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     # it runs here (one FLAC encoder, the stems' files). Pass 1's mix goes to a spool where the
     # output's folder has room for it: pass 2 reads it back instead of mixing again.
     bounds = stretches(nblocks)
-    shared = forked.available() and len(bounds) > 1
+    shared = workers.available() and len(bounds) > 1
     split = shared and fmt == "WAV" and stems_dir is None \
         and output.WAV_HEADER_BYTES + 4 * p.total < 2 ** 32
     with contextlib.ExitStack() as stack:
@@ -120,7 +120,7 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
                                   _share_of(progress, "mix", 0.0, k0, k1, nblocks) if here else None,
                                   spool)
 
-        m = passes.joined(_shared(mix_and_measure, bounds, shared))
+        m = passes.joined(_shared(mix_and_measure, bounds, shared, checkpoint))
         return _gain_passes(timeline, p, out_path, fmt, subtype, options, block, m, spool,
                             bounds if split else None, stems_dir, progress, checkpoint)
 
@@ -177,40 +177,14 @@ def _share_of(progress: Callable[[float, str], None] | None, stage: str, start: 
     return lambda f: progress(start + (k0 + f * (k1 - k0)) / nblocks / 2, stage)
 
 
-def _shared(run: Callable[[int, int, bool], T], bounds: list[tuple[int, int]],
-            fork: bool) -> list[T]:
-    """``run(first, stop, here)`` for each stretch of ``bounds``: with ``fork``, in this process
-    (``here`` True) and in a forked child, each taking the next stretch not yet taken until none
-    is left (a loud stretch costs more than a quiet one: so both end together); else all here.
-    The results in stretch order.
-
-    The stretches are handed out as the bytes of a pipe (a read of one byte takes one, atomically)."""
-    if len(bounds) < 2 or not fork:
-        return [run(*b, True) for b in bounds]
-    r, w = os.pipe()
-    try:
-        os.write(w, bytes(range(len(bounds))))
-    finally:
-        os.close(w)
-
-    def take(here: bool) -> dict[int, T]:
-        done = {}
-        while chunk := os.read(r, 1):
-            done[chunk[0]] = run(*bounds[chunk[0]], here)
-        return done
-
-    try:
-        child = forked.Child(lambda: take(False))
-        try:
-            mine = take(True)
-        except BaseException:
-            child.kill()
-            raise
-        theirs = child.result()
-    finally:
-        os.close(r)
-    done = {**mine, **theirs}
-    return [done[i] for i in range(len(bounds))]
+def _shared(run: Callable[[int, int, bool], T], bounds: list[tuple[int, int]], fork: bool,
+            checkpoint: Callable[[], None]) -> list[T]:
+    """``run(first, stop, here)`` for each stretch of ``bounds``, in stretch order: with ``fork``,
+    shared by this process (``here`` True) and a forked child, each taking the next stretch not
+    yet taken until none is left (a loud stretch costs more than a quiet one: so both end
+    together; :func:`yuexuan.audio.engine.workers.share`); else all here."""
+    return workers.share(lambda i, here: run(*bounds[i], here), len(bounds),
+                         children=1 if fork else 0, here=True, tick=checkpoint)
 
 
 def _nothing() -> None:
@@ -255,7 +229,7 @@ def _gain_pass_split(p: Plan, out_path: Path, fmt: str, subtype: str, gain: floa
                                     _share_of(progress, "level", 0.5, k0, k1, nblocks) if here else None,
                                     spool=spool)
 
-            parts = _shared(level, bounds, True)
+            parts = _shared(level, bounds, True, checkpoint)
         finally:
             os.close(fd)
     return _report(p, out_path, block, gain, m, parts, [])
