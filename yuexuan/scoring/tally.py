@@ -40,9 +40,12 @@ REASONS = (
     "不以乐志",      # released: the 公 in round 3, off the drum
     "公则释获",      # released: the 公's 离维纲 / 扬触 / 梱复
     "唯公所中",      # released: the 公 on a 侯 not his own
+    "placement ambiguous",   # not judged: the recording's place in the ceremony is not sure
+    "no audio",              # not judged: the shot falls outside the recording
 )
 (R_SHI, R_BUZHONG, R_WEISHI, R_BUGU, R_FEIQIHOU, R_BUGUAN,
- R_BUYILEZHI, R_GONGZE, R_WEIGONG) = range(len(REASONS))
+ R_BUYILEZHI, R_GONGZE, R_WEIGONG, R_AMBIGUOUS, R_NO_AUDIO) = range(len(REASONS))
+NOT_JUDGED = (R_AMBIGUOUS, R_NO_AUDIO)     # the reasons of a shot left out of the tally
 
 # Quoted in docs/check.md and in the JSON "rules" list.
 RULES = {
@@ -204,10 +207,12 @@ def announcement(right: int, left: int) -> tuple[str | None, int, int, str]:
     return winner, chun, qi, text
 
 
-def tallies(round_: Codes, role: Codes, released: Mask) -> list[dict[str, Any]]:
+def tallies(round_: Codes, role: Codes, released: Mask,
+            not_judged: Mask | None = None) -> list[dict[str, Any]]:
     """Per scored round present (2, 3): 算 on the 右 (上射) and the 左 (下射), and the announcement.
 
     「上射于右，下射于左」. Round 1 releases nothing (「获而未释获」) and is not announced.
+    With ``not_judged`` (shots left out, :func:`withhold`) each round also counts them.
     """
     round_ = np.asarray(round_)
     role = np.asarray(role)
@@ -223,7 +228,21 @@ def tallies(round_: Codes, role: Codes, released: Mask) -> list[dict[str, Any]]:
         winner, chun, qi, text = announcement(right, left)
         out.append({"round": r, "右": right, "左": left, "winner": winner, "chun": chun,
                     "qi": qi, "announcement": text})
+        if not_judged is not None:
+            out[-1]["not_judged"] = int((np.asarray(not_judged, dtype=bool) & (round_ == r)).sum())
     return out
+
+
+def withhold(v: Verdict, round_: Codes, role: Codes, mask: Mask, reason: int) -> Verdict:
+    """``v`` with the shots of ``mask`` not judged (``reason``, one of :data:`NOT_JUDGED`): not
+    released, no beat, left out of the tallies, which count them (``not_judged``)."""
+    mask = np.asarray(mask, dtype=bool)
+    reasons = np.where(mask, np.int8(reason), v.reason).astype(np.int8)
+    released = v.released & ~mask
+    beat = np.where(mask, np.nan, v.nearest_beat)
+    off = np.where(mask, np.nan, v.offset_s)
+    return Verdict(v.clock_s, beat, off, v.on_beat & ~mask, released, reasons,
+                   tallies(round_, role, released, np.isin(reasons, NOT_JUDGED)))
 
 
 @dataclass(frozen=True)
@@ -324,5 +343,5 @@ def evaluate_shots(shots: Shots, beats_s: npt.ArrayLike, offset_s: float = 0.0,
 
 
 __all__ = ["Verdict", "evaluate", "evaluate_shots", "Settings", "huo_called", "arrow_numbers",
-           "over_four", "MAX_ARROWS", "hou_of_pairs",
+           "over_four", "MAX_ARROWS", "hou_of_pairs", "withhold", "NOT_JUDGED",
            "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU"]
