@@ -69,9 +69,10 @@ def test_json_output_on_the_default_ceremony(capsys, lishou_beats):
         else:
             assert s["nearest_beat"] is None and s["offset"] is None and s["on_beat"] is None
     assert doc["tallies"] == [
-        {"round": 2, "右": 2, "左": 2, "winner": None, "chun": 0, "qi": 0, "announcement": "左右钧"},
+        {"round": 2, "右": 2, "左": 2, "winner": None, "chun": 0, "qi": 0, "announcement": "左右钧",
+         "announcement_en": "a tie: left and right are even"},
         {"round": 3, "右": 3, "左": 2, "winner": "右", "chun": 0, "qi": 1,
-         "announcement": "右贤于左一奇"}]
+         "announcement": "右贤于左一奇", "announcement_en": "right wins by one single arrow"}]
     assert doc["settings"]["beats"] == len(lishou_beats) and doc["settings"]["tolerance_s"] == 0.07
 
 
@@ -102,8 +103,8 @@ def test_table_for_people(capsys):
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["row", "time", "s"]
     assert "不以乐志" in lines[9] and "+400" in lines[9]
-    assert lines[-2] == "round 2: 右 2 算, 左 2 算 — 左右钧"
-    assert lines[-1] == "round 3: 右 3 算, 左 2 算 — 右贤于左一奇"
+    assert lines[-2] == "round 2: 右 2 算, 左 2 算 — 左右钧 (a tie: left and right are even)"
+    assert lines[-1] == "round 3: 右 3 算, 左 2 算 — 右贤于左一奇 (right wins by one single arrow)"
 
 
 def test_offset_and_tolerance_options(capsys, tmp_path, lishou_beats):

@@ -138,7 +138,9 @@ def test_check_judges_by_the_live_drum(capsys, tmp_path, live, plan):
     assert drum["drift_last_s"] == pytest.approx(truth_tl[-1] - plan[-1], abs=0.003)
     assert doc["settings"]["beats_from"] == "recording"
     assert doc["tallies"] == [{"round": 3, "右": 1, "左": 1, "winner": None, "chun": 0, "qi": 0,
-                               "announcement": "左右钧"}]
+                               "announcement": "左右钧",
+                               "announcement_en": "a tie: left and right are even",
+                               "not_judged": 0}]
     # the table names the drift for people
     assert main(["check", CUES, str(log), "--beats-from", str(path)]) == 0
     out = capsys.readouterr().out

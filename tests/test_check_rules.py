@@ -168,6 +168,21 @@ def test_announcement(right, left, text, chun, qi):
     assert winner == (None if right == left else ("右" if right > left else "左"))
 
 
+@pytest.mark.parametrize("right,left,english", [
+    (3, 2, "right wins by one single arrow"),            # 右贤于左一奇
+    (0, 4, "left wins by two pairs of arrows"),          # 左贤于右二纯
+    (9, 2, "right wins by three pairs of arrows and one single arrow"),   # 三纯一奇
+    (2, 4, "left wins by one pair of arrows"),           # 左贤于右一纯
+    (5, 5, "a tie: left and right are even"),            # 左右钧
+])
+def test_announcement_in_english(right, left, english):
+    """Issue 35: an English line beside each announcement; a 纯 is a pair of arrows (二算为纯),
+    a 奇 a single one (一算为奇)."""
+    from yuexuan.scoring.report import announcement_en
+    winner, chun, qi, _ = tally.announcement(right, left)
+    assert announcement_en(winner, chun, qi) == english
+
+
 @pytest.mark.parametrize("n,text", [(1, "一"), (9, "九"), (10, "十"), (11, "十一"), (19, "十九"),
                                     (20, "二十"), (21, "二十一"), (99, "九十九"), (100, "一百"),
                                     (101, "一百零一"), (110, "一百一十"), (1000, "一千"),

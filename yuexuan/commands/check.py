@@ -75,12 +75,19 @@ def run(args: argparse.Namespace) -> int:
     if args.beats_from:
         from yuexuan.check import evidence
         from yuexuan.check.drum import finder
+        from yuexuan.check.drum.expected import expected
 
         start = None if args.audio_start is None else _finite("--audio-start", args.audio_start)
-        found = finder.evidence(args.beats_from, plan, start)
+        if start is not None and not 0.0 <= start < timeline.duration:
+            raise UserError(f"--audio-start {start:g} is outside the ceremony (0 to "
+                            f"{timeline.duration:.1f} s of {args.cues}): give the ceremony time of "
+                            f"the recording's first sample")
+        found = finder.evidence(args.beats_from, plan, start, expected(timeline, plan))
         alignment = found.alignment
         beats = alignment.live_s
-        drum = {"source": str(args.beats_from), **alignment.report(), **evidence.summary(found)}
+        drum = {"source": str(args.beats_from), "recording_s": round(found.duration_s, 3),
+                **alignment.report(), **evidence.summary(found),
+                "placement": found.placement.report() if found.placement else None}
     if (shots.round == 3).any() and not len(beats):
         raise UserError("round-3 shots need 射节 beats, but the timeline has none"
                         + (f" for cue {args.cue!r}" if args.cue else " (no cue of kind shejie)"),
@@ -89,9 +96,14 @@ def run(args: argparse.Namespace) -> int:
     if bound is not None and alignment is not None:
         bound = arrow_stroke.live_strokes(bound, plan, alignment)     # bound is own here
     verdict = tally.evaluate_shots(shots, beats, offset, settings, bound)
+    status = 0
     proof = None
     if found is not None and drum is not None:              # drum: found's summary
+        verdict, unjudged = _withhold(args, found, shots, verdict, settings, offset)
+        drum["not_judged_rows"] = (np.flatnonzero(unjudged) + 1).tolist()
+        status = 3 if unjudged.any() else 0
         proof = evidence.shot_evidence(found, plan, shots, verdict, settings, own)
+        proof = proof._replace(uncertain=proof.uncertain & ~unjudged)
         drum["uncertain_rows"] = (np.flatnonzero(proof.uncertain) + 1).tolist()
         _write_evidence(args, found, plan, shots, verdict, proof, settings)
     warnings = list(shots.warnings) + [
@@ -111,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         text = report.render_csv(shots, verdict, proof)
         doubt = (proof is not None and drum is not None
                  and report.uncertain_line(proof, drum["confidence_threshold"]))
-        for line in (report.tally_lines(verdict) + ([report.drum_summary(drum)] if drum else [])
+        for line in (report.tally_lines(verdict)
+                     + ([report.drum_summary(drum), report.placement_line(drum)] if drum else [])
                      + ([doubt] if doubt else [])):
             print(line, file=sys.stderr)
     else:
@@ -121,7 +134,31 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-    return 0
+    return status
+
+
+def _withhold(args: argparse.Namespace, found: DrumEvidence, shots: Shots, verdict: tally.Verdict,
+              settings: tally.Settings, offset: float) -> tuple[tally.Verdict, npt.NDArray[np.bool_]]:
+    """The verdicts with the shots the recording cannot judge left out (docs/check.md, exit 3):
+    every shot resting on the drum when the placement is ambiguous (one line on stderr naming
+    the candidate starts), else those outside the recording's span (``no audio``)."""
+    from yuexuan.check import evidence
+
+    rests = evidence.rests_on_drum(shots, settings)
+    placed = found.placement
+    if placed is not None and placed.ambiguous and placed.runner_up is not None:
+        mask, reason = rests, tally.R_AMBIGUOUS
+        print(f"yuexuan check: {args.beats_from}: placement ambiguous: the recording fits the "
+              f"ceremony from {placed.best.start_s:.3f} s or from {placed.runner_up.start_s:.3f} s "
+              f"alike (it holds neither end of the 射节); {int(mask.sum())} round-3 shot"
+              f"{'s' if mask.sum() != 1 else ''} not judged: give --audio-start SECONDS",
+              file=sys.stderr)
+    else:
+        lo = found.alignment.shift_s - settings.tolerance_s
+        hi = found.alignment.shift_s + found.duration_s + settings.tolerance_s
+        clock = shots.time + offset
+        mask, reason = rests & ((clock < lo) | (clock > hi)), tally.R_NO_AUDIO
+    return tally.withhold(verdict, shots.round, shots.role, mask, reason), mask
 
 
 def _write_evidence(args: argparse.Namespace, found: DrumEvidence, plan: npt.NDArray[np.float64],

@@ -61,6 +61,7 @@ def shot_columns(shots: Shots, v: tally.Verdict, evidence: Evidence | None = Non
     ``on_beat`` is None outside round 3 (no drum there). ``evidence`` is a
     :class:`yuexuan.check.evidence.ShotEvidence` (``--beats-from``) or None."""
     r3 = shots.round == 3
+    unjudged = np.isin(v.reason, tally.NOT_JUDGED)         # released and on_beat are null
     more = [] if evidence is None else [
         [None if c != c else round(c, 3) for c in evidence.stroke_confidence.tolist()],
         evidence.uncertain.tolist()]
@@ -75,8 +76,8 @@ def shot_columns(shots: Shots, v: tally.Verdict, evidence: Evidence | None = Non
         shots.round.tolist(),
         _seconds(v.nearest_beat),
         _seconds(v.offset_s),
-        np.where(r3, v.on_beat, np.array(None, dtype=object)).tolist(),
-        v.released.tolist(),
+        np.where(r3 & ~unjudged, v.on_beat, np.array(None, dtype=object)).tolist(),
+        np.where(unjudged, np.array(None, dtype=object), v.released).tolist(),
         _names(v.reason, tally.REASONS),
         *more,
     ]
@@ -88,7 +89,8 @@ def render_json(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum: 
     "drum": {...}}``; ``drum`` only when the beats came from a recording."""
     records = [dict(zip(fields_out(evidence), row))
                for row in zip(*shot_columns(shots, v, evidence))]
-    doc = {"shots": records, "tallies": v.tallies, "settings": settings, "rules": tally.RULES,
+    doc = {"shots": records, "tallies": english_tallies(v.tallies), "settings": settings,
+           "rules": tally.RULES,
            "warnings": list(warnings)}
     if drum is not None:
         doc["drum"] = drum
@@ -137,10 +139,56 @@ def uncertain_line(evidence: Evidence, threshold: float) -> str | None:
             f"(--beats-out, --plot)")
 
 
+NUMBERS_EN = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+              "eleven", "twelve")
+
+
+def _count_en(n: int, one: str, many: str) -> str:
+    return f"{NUMBERS_EN[n] if n < len(NUMBERS_EN) else n} {one if n == 1 else many}"
+
+
+def announcement_en(winner: str | None, chun: int, qi: int) -> str:
+    """The 释获者's announcement in English: 右 = the right (the 上射's side), 左 = the left; a 纯
+    is a pair of arrows (two 算), a 奇 a single one; 左右钧 a tie. (docs/glossary.md)"""
+    if winner is None:
+        return "a tie: left and right are even"
+    side = "right" if winner == "右" else "left"
+    parts = ([_count_en(chun, "pair of arrows", "pairs of arrows")] if chun else []) \
+        + (["one single arrow"] if qi else [])
+    return f"{side} wins by {' and '.join(parts)}"
+
+
+def english_tallies(tallies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tallies with ``announcement_en`` beside each ``announcement``."""
+    out = []
+    for t in tallies:
+        d = {}
+        for k, val in t.items():
+            d[k] = val
+            if k == "announcement":
+                d["announcement_en"] = announcement_en(t["winner"], t["chun"], t["qi"])
+        out.append(d)
+    return out
+
+
 def tally_lines(v: tally.Verdict) -> list[str]:
-    """Each scored round's 算 and announcement, one line a round."""
-    return [f"round {t['round']}: 右 {t['右']} 算, 左 {t['左']} 算 — {t['announcement']}"
-            for t in v.tallies]
+    """Each scored round's 算 and announcement with its English, one line a round (and the shots
+    not judged, when some were left out)."""
+    return [f"round {t['round']}: 右 {t['右']} 算, 左 {t['左']} 算 — {t['announcement']} "
+            f"({t['announcement_en']})"
+            + (f"; {t['not_judged']} not judged" if t.get("not_judged") else "")
+            for t in english_tallies(v.tallies)]
+
+
+def not_judged_line(v: tally.Verdict) -> str | None:
+    """One line naming the rows (1-based) left unjudged and why, or None."""
+    parts = []
+    for code in tally.NOT_JUDGED:
+        rows = (np.flatnonzero(v.reason == code) + 1).tolist()
+        if rows:
+            parts.append(f"row{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))} "
+                         f"({tally.REASONS[code]})")
+    return f"not judged: {'; '.join(parts)}" if parts else None
 
 
 def drum_summary(d: dict[str, Any]) -> str:
@@ -152,6 +200,24 @@ def drum_summary(d: dict[str, Any]) -> str:
             f"{d['recording_starts_at_s']:.3f} s; tempo ratio {d['tempo_ratio']:.4f}; drift "
             f"first {1000 * d['drift_first_s']:+.0f} ms, last {1000 * d['drift_last_s']:+.0f} ms, "
             f"max |{1000 * d['drift_max_abs_s']:.0f}| ms")
+
+
+def placement_line(d: dict[str, Any]) -> str:
+    """One line on where the recording was placed (``--beats-from``): given, or the search's best
+    and runner-up (docs/check.md, "How a recording is placed")."""
+    p = d.get("placement")
+    if p is None:
+        return f"placement: given (--audio-start {d['recording_starts_at_s']:g})"
+    holds = [w for w, k in (("first", "holds_shejie_start"), ("last", "holds_shejie_end")) if p[k]]
+    held = (f"holds the 射节's {' and '.join(holds)} stroke{'s' if len(holds) > 1 else ''}"
+            if holds else "holds neither end of the 射节")
+    best = p["best"]
+    if p["runner_up"] is None:
+        return f"placement: from {best['start_s']:.3f} s, no other start fits; the recording {held}"
+    ru = p["runner_up"]
+    return (f"placement: {'AMBIGUOUS, ' if p['ambiguous'] else ''}best {best['start_s']:.3f} s "
+            f"({best['score']:g}), runner-up {ru['start_s']:.3f} s ({ru['score']:g}; margin "
+            f"{p['margin']:g}, {p['margin_required']:g} needed); the recording {held}")
 
 
 def _evidence_cells(evidence: Evidence, i: int) -> tuple[str, str]:
@@ -185,7 +251,8 @@ def render_table(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum:
                      ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
                      RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
                      "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",
-                     "算" if v.released[i] else "·", tally.REASONS[v.reason[i]])
+                     "算" if v.released[i] else ("" if v.reason[i] in tally.NOT_JUDGED else "·"),
+                     tally.REASONS[v.reason[i]])
                     + (() if evidence is None else _evidence_cells(evidence, i)))
     widths = [max([_width(h)] + [_width(r[k]) for r in rows]) for k, h in enumerate(head)]
     numeric = {0, 1, 5, 8, 9, 12}
@@ -201,7 +268,10 @@ def render_table(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum:
                   else ""))
     if drum:
         out.append(drum_summary(drum))
+        out.append(placement_line(drum))
     if evidence is not None and drum and (line := uncertain_line(evidence, drum["confidence_threshold"])):
+        out.append(line)
+    if (line := not_judged_line(v)) is not None:
         out.append(line)
     out.extend(f"warning: {w}" for w in warnings)
     out.extend(tally_lines(v))

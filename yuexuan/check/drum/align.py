@@ -10,6 +10,8 @@ tracked; the drift is live − plan per matched beat and the tempo ratio the slo
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,41 +69,57 @@ def follow(plan: npt.NDArray[np.float64], live: npt.NDArray[np.float64], shift_s
     wide window would take a 鼙 or a bell where the drum's own stroke is missing, and the next
     predictions would follow it astray (a hall's tail hides some strokes among the strongest
     onsets). Returns (plan idx, live idx)."""
+    # plain Python floats, bisect and the least-squares line written out: the placement follows
+    # hundreds of candidate starts, and numpy's per-call overhead (polyfit, searchsorted) was 90 %
+    # of its time
+    pl: list[float] = np.asarray(plan, dtype=np.float64).tolist()
+    lv: list[float] = np.asarray(live, dtype=np.float64).tolist()
+    n = len(lv)
     pi: list[int] = []
     li: list[int] = []
-    used = np.zeros(len(live), dtype=bool)
-    for i, p in enumerate(plan):
+    used = [False] * n
+    for i, p in enumerate(pl):
         if len(pi) >= 2:
-            lp, ll = plan[pi[-fit_last:]], live[li[-fit_last:]]
-            b, a = np.polyfit(lp, ll, 1) if np.ptp(lp) > 0 else (1.0, ll[-1] - lp[-1])
-            pred = a + b * p
+            xs = [pl[k] for k in pi[-fit_last:]]
+            ys = [lv[k] for k in li[-fit_last:]]
+            mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+            sxx = sum((x - mx) * (x - mx) for x in xs)
+            if sxx > 0:
+                b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+                pred = my + b * (p - mx)
+            else:
+                pred = ys[-1] - xs[-1] + p
         elif pi:
-            pred = live[li[-1]] + (p - plan[pi[-1]])
+            pred = lv[li[-1]] + (p - pl[pi[-1]])
         else:
             pred = p - shift_s
         # not yuexuan.scoring.nearest: a stroke already matched is passed over for its neighbour
-        j = int(np.searchsorted(live, pred))
-        cands = [k for k in (j - 1, j) if 0 <= k < len(live) and not used[k]]
-        if not cands:
+        j = bisect.bisect_left(lv, pred)
+        best, gap = -1, math.inf
+        for k in (j - 1, j):
+            if 0 <= k < n and not used[k] and abs(lv[k] - pred) < gap:
+                best, gap = k, abs(lv[k] - pred)
+        if best < 0:
             continue
-        k = min(cands, key=lambda k: abs(live[k] - pred))
         reach = window_s if track_s is None or len(pi) < TRACKED_AFTER else min(window_s, track_s)
-        if abs(live[k] - pred) <= reach:
-            used[k] = True
+        if gap <= reach:
+            used[best] = True
             pi.append(i)
-            li.append(k)
+            li.append(best)
     return np.array(pi, dtype=np.intp), np.array(li, dtype=np.intp)
 
 
 def align(onsets_s: npt.NDArray[np.float64], plan_s: npt.NDArray[np.float64], start_s: float | None = None,
-          window_s: float | None = None, track: bool = True) -> Alignment:
+          window_s: float | None = None, track: bool = True, estimated: bool = False) -> Alignment:
     """Map detected strokes (recording clock, s) onto the planned beats (timeline clock, s).
 
     The beats are followed in order (:func:`follow`), so the live drum may drift by several
     beats. With ``start_s`` (the timeline time of the recording's first sample) the clock is
     taken as given and every difference is drift. Without it the start is estimated so that the
     drift is zero at the first matched beat (the drummer starts the 射节 on the plan and drifts
-    from there), on a line fitted to the first matches.
+    from there), on a line fitted to the first matches. ``estimated``: ``start_s`` is a
+    placement's estimate (:mod:`yuexuan.check.drum.placement`), not given: the beats are followed
+    from it, and the start is then estimated as without one.
     """
     live = np.sort(np.asarray(onsets_s, dtype=np.float64))
     plan = np.sort(np.asarray(plan_s, dtype=np.float64))
@@ -113,8 +131,8 @@ def align(onsets_s: npt.NDArray[np.float64], plan_s: npt.NDArray[np.float64], st
     if window_s is None:
         window_s = 0.35 * gap
     track_s = TRACK * gap if track else None
-    anchored = start_s is not None
-    if start_s is not None:                  # anchored
+    anchored = start_s is not None and not estimated
+    if start_s is not None:                  # anchored, or a placement's estimate
         shift = float(start_s)
         pi, li = follow(plan, live, shift, window_s, track_s=track_s)
     else:

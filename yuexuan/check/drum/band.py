@@ -79,6 +79,7 @@ class Candidates:
     timbre: npt.NDArray[np.floating[Any]]          # (n, bins): dB rise of each percussive bin below 1 kHz
     strength_t_s: npt.NDArray[np.float64]    # time of each onset-strength frame, s
     strength_curve: npt.NDArray[np.floating[Any]]  # the low-band percussive onset strength per frame
+    duration_s: float = 0.0                  # the recording's length, s
 
 
 def _bins(hz_lo: float, hz_hi: float) -> slice:
@@ -226,13 +227,16 @@ def scan(path: str | Path, block_s: float = BLOCK_S) -> Candidates:
     from yuexuan.check.drum import recording
 
     block_s = max(1, round(block_s * SR / HOP)) * HOP / SR    # whole hops: one frame grid
-    parts = [scan_block(buf, t0, core)
-             for buf, t0, core in _with_context(recording.iter_blocks(path, SR, block_s))]
+    parts = []
+    end = 0.0
+    for buf, t0, core in _with_context(recording.iter_blocks(path, SR, block_s)):
+        parts.append(scan_block(buf, t0, core))
+        end = t0 + len(buf) / SR
     cat = {f: np.concatenate([getattr(p, f) for p in parts]) for f in
            ("time_s", "strength", "level", "timbre", "strength_t_s", "strength_curve")}
     keep = distinct(cat["time_s"], cat["strength"])
     return Candidates(cat["time_s"][keep], cat["strength"][keep], cat["level"][keep],
-                      cat["timbre"][keep], cat["strength_t_s"], cat["strength_curve"])
+                      cat["timbre"][keep], cat["strength_t_s"], cat["strength_curve"], end)
 
 
 def distinct(time_s: npt.NDArray[np.float64], strength: npt.NDArray[np.floating[Any]],

@@ -42,16 +42,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.check.drum import align, band
+from yuexuan.check.drum import align, band, placement
+from yuexuan.check.drum.expected import Expected
 from yuexuan.errors import UserError
 from yuexuan.scoring.nearest import nearest
 
 THRESHOLD = 0.5      # confidence below which a stroke is doubtful
 KEEP = 0.2           # candidates less drum-like than this are not taken for strokes at all
 LEVEL_SPAN_DB = 30.0  # a stroke this many dB below the drum's typical level has confidence 0
-MAX_SEED_JITTER = 0.025  # × the beat gap: the seeds' median |2nd difference of drift| above this
-                         # is not a drummer keeping the beat (8 ms of jitter gives ~13 ms, 30 ms ~50)
+MAX_SEED_JITTER_S = 0.05  # the seeds' median |2nd difference of drift| above this (s) is not a
+                          # drummer keeping the beat (8 ms of jitter gives ~13 ms, 20 ms ~33 ms;
+                          # onsets near a grid's beats without a drum, 80-800 ms)
 SEED_FACTOR = 2      # seeds are sought among this many × the planned strokes, strongest first
+STEADY_S = 0.03      # a stroke keeps the beat within this of its neighbours' drift, s
 DRIFT_ALLOWED = 0.05  # the live 射节 may last this much longer than planned (5 %)
 RESCUE_S = 0.05      # a missed planned stroke takes the onset this near where it is heard, s
 OFF_PLAN = 0.125     # × the beat gap: onsets farther than this from every heard plan stroke are
@@ -70,6 +73,8 @@ class DrumEvidence:
     strength_t_s: npt.NDArray[np.float64]   # timeline time of each onset-strength frame, s
     strength: npt.NDArray[np.floating[Any]]       # the recording's onset strength per frame, 0..1
     finder: str                # how the strokes and confidences were found (one line)
+    placement: placement.Placement | None = None    # None: the start was given
+    duration_s: float = 0.0    # the recording's length, s
 
 
 @dataclass(frozen=True)
@@ -106,20 +111,6 @@ def fisher_axis(pos: npt.NDArray[np.floating[Any]],
     return np.linalg.solve(cov + lam * np.eye(len(cov)), pos.mean(axis=0) - mu_neg)
 
 
-def coarse_start(times_s: npt.NDArray[np.float64], plan: npt.NDArray[np.float64], gap_s: float) -> float:
-    """The timeline time of the recording's first sample, roughly (within a few beats): the
-    shift ``plan − time`` on which most (planned stroke, onset) pairs agree, in bins of a quarter
-    beat counted two at a time (a drift of a few tenths of a percent smears the true shift over
-    a second or two). Hand-written: a histogram of pairwise differences is four numpy lines."""
-    shifts = np.subtract.outer(plan, times_s).ravel()
-    width = gap_s / 4
-    counts, edges = np.histogram(shifts, bins=max(1, int(np.ptp(shifts) / width) + 1))
-    pair = counts[:-1] + counts[1:] if len(counts) > 1 else counts
-    k = int(np.argmax(pair))
-    inside = shifts[(shifts >= edges[k]) & (shifts <= edges[min(k + 2, len(edges) - 1)])]
-    return float(np.median(inside))
-
-
 def plan_window(plan: npt.NDArray[np.float64], start_s: float, gap_s: float) -> tuple[float, float]:
     """The span of the recording (its clock, s) where the planned strokes can be heard from
     ``start_s``: two beats either side, and up to ``DRIFT_ALLOWED`` of the 射节 longer."""
@@ -128,14 +119,49 @@ def plan_window(plan: npt.NDArray[np.float64], start_s: float, gap_s: float) -> 
             float(plan[-1] - start_s + 2 * gap_s + DRIFT_ALLOWED * span))
 
 
-def learn(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | None) -> DrumModel:
-    """The model from the strongest candidates that fall on the plan (the module's steps 1–2)."""
+def strongest(c: band.Candidates, plan: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
+    """Indices of the strongest candidates, in time order: ``SEED_FACTOR`` × as many as the
+    planned strokes that the recording can hold (a short excerpt holds few)."""
     gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
-    n = SEED_FACTOR * len(plan)
-    if start_s is None:
-        start_s_guess = coarse_start(c.time_s[np.argsort(c.strength)[::-1][:n]], plan, gap)
-    lo, hi = plan_window(plan, start_s if start_s is not None else start_s_guess, gap)
+    fit = min(len(plan), int(c.duration_s / gap) + 2) if c.duration_s > 0 else len(plan)
+    return np.sort(np.argsort(c.strength)[::-1][:SEED_FACTOR * fit])
+
+
+def steady_matches(drift_s: npt.NDArray[np.float64]) -> int:
+    """How many matched strokes keep a drummer's beat: within ``STEADY_S`` of the median drift of
+    their neighbours (two either side). Onsets that merely fall near the planned beats stray."""
+    if len(drift_s) < 5:
+        return len(drift_s)
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(drift_s, 2, mode="edge"), 5)
+    return int((np.abs(drift_s - np.median(windows, axis=1)) <= STEADY_S).sum())
+
+
+def first_guess(c: band.Candidates, plan: npt.NDArray[np.float64],
+                starts_s: npt.NDArray[np.float64]) -> float:
+    """Of the candidate starts, the one along which the strongest onsets follow the most planned
+    strokes steadily (:func:`steady_matches`): where the seeds are sought (a start off by whole
+    beats of a periodic grid finds the same seeds). Raises when none follows three."""
+    gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
+    times = c.time_s[strongest(c, plan)]
+    best, most = None, 2
+    for s in starts_s:
+        pi, li = align.follow(plan, times, float(s), 0.35 * gap, track_s=align.TRACK * gap)
+        n = steady_matches(times[li] - plan[pi])
+        if n > most:
+            best, most = float(s), n
+    if best is None:
+        raise UserError("no drum strokes found in the recording: none falls on the planned beats")
+    return best
+
+
+def learn(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float) -> DrumModel:
+    """The model from the strongest candidates that fall on the plan followed from ``start_s``
+    (the module's steps 1–2)."""
+    gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
+    lo, hi = plan_window(plan, start_s, gap)
     inside = np.flatnonzero((c.time_s >= lo) & (c.time_s <= hi))
+    heard_span = (min(hi, c.duration_s or hi) - max(lo, 0.0)) if c.duration_s else hi - lo
+    n = SEED_FACTOR * min(len(plan), int(max(heard_span, 0.0) / gap) + 2)
     top = np.sort(inside[np.argsort(c.strength[inside])[::-1][:n]])
     # whether a drum keeps the beat at all is judged on the wide window: a bell struck with the
     # drum (鼓鑮为节) is on the beat too, but the strongest onsets near it stray without a drum
@@ -143,10 +169,10 @@ def learn(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | No
     if len(wide.live_index) < 3:
         raise UserError("no drum strokes found in the recording: none falls on the planned beats")
     jitter = float(np.median(np.abs(np.diff(wide.drift_s, 2))))
-    if jitter > MAX_SEED_JITTER * gap:
+    if jitter > MAX_SEED_JITTER_S:
         raise UserError(f"no drum strokes found in the recording: its strongest low onsets do not "
                         f"keep the plan's beat (they stray {1000 * jitter:.0f} ms from one stroke "
-                        f"to the next; a drummer, under {1000 * MAX_SEED_JITTER * gap:.0f} ms)")
+                        f"to the next; a drummer, under {1000 * MAX_SEED_JITTER_S:.0f} ms)")
     al = align.align(c.time_s[top], plan, start_s)      # the seeds: the drift followed closely
     seeds = top[al.live_index]
     if len(seeds) < 3:
@@ -154,13 +180,24 @@ def learn(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | No
     heard = heard_plan(plan, al, c.time_s[seeds])
     near = np.abs(nearest(c.time_s, np.sort(heard))[1])      # to the nearest heard stroke, s
     others = inside[near[inside] > OFF_PLAN * gap]     # the 射节's other onsets
+    model = _model(c, seeds, others, (float(heard[0] - gap), float(heard[-1] + gap)))
+    # a seed unlike the others (a hall's echo or a 鼙 that a start off by a beat put where the
+    # plan expects a stroke) is dropped, and the model learnt again without it
+    like = drum_like(c, model)[seeds]
+    if (like < THRESHOLD).any() and (like >= THRESHOLD).sum() >= 3:
+        model = _model(c, seeds[like >= THRESHOLD], others, model.span_s)
+    return model
+
+
+def _model(c: band.Candidates, seeds: npt.NDArray[np.intp], others: npt.NDArray[np.intp],
+           span_s: tuple[float, float]) -> DrumModel:
+    """Fisher's axis of the seeds against the other onsets, and where on it they lie."""
     x = c.timbre.astype(np.float64)
     axis = fisher_axis(x[seeds], x[others])
     score = x @ axis
     other = float(np.percentile(score[others], 99)) if len(others) else 0.0
     return DrumModel(axis, float(np.median(score[seeds])), other,
-                     float(np.median(c.level[seeds])), seeds, others,
-                     (float(heard[0] - gap), float(heard[-1] + gap)))
+                     float(np.median(c.level[seeds])), seeds, others, span_s)
 
 
 def drum_like(c: band.Candidates, model: DrumModel) -> npt.NDArray[np.floating[Any]]:
@@ -188,6 +225,7 @@ class Found:
     confidence: npt.NDArray[np.floating[Any]]       # per alignment.live_s stroke
     candidates: band.Candidates
     model: DrumModel
+    placement: placement.Placement | None = None     # None: the start was given
 
 
 def on_missed_beats(c: band.Candidates, plan: npt.NDArray[np.float64], al: align.Alignment,
@@ -203,18 +241,46 @@ def on_missed_beats(c: band.Candidates, plan: npt.NDArray[np.float64], al: align
     return np.unique(pool[k[np.abs(off) <= RESCUE_S]])
 
 
-def strokes(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | None = None) -> Found:
-    """The drum's strokes among the candidates and their alignment to ``plan`` (step 4)."""
-    model = learn(c, plan, start_s)
+def strokes(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | None = None,
+            exp: Expected | None = None) -> Found:
+    """The drum's strokes among the candidates and their alignment to ``plan`` (step 4). Without
+    ``start_s`` the recording is placed first (:func:`yuexuan.check.drum.placement.place`)."""
+    exp = Expected() if exp is None else exp
+    gap = float(np.median(np.diff(plan))) if len(plan) > 1 else 2.0
+    starts = None
+    if start_s is None:
+        starts = placement.candidate_starts(c.time_s[strongest(c, plan)], plan, gap)
+        model = learn(c, plan, first_guess(c, plan, starts))
+    else:
+        end = start_s + c.duration_s
+        if c.duration_s and (end < plan[0] or start_s > plan[-1]):
+            raise UserError(f"--audio-start {start_s:g} puts the recording at {start_s:.1f}–"
+                            f"{end:.1f} s of the ceremony, but the 射节's strokes fall at "
+                            f"{plan[0]:.1f}–{plan[-1]:.1f} s: none is in it")
+        model = learn(c, plan, start_s)
     like = drum_like(c, model)
     conf = like * loud(c, model)
-    inside = (c.time_s >= model.span_s[0]) & (c.time_s <= model.span_s[1])
+    placed = None
+    span = model.span_s
+    follow_from = start_s
+    if starts is not None:
+        drumlike = np.flatnonzero(like >= KEEP)
+        placed = placement.place(c.time_s[drumlike], conf[drumlike] >= THRESHOLD, plan, exp,
+                                 starts, c.duration_s)
+        if placed is None:
+            raise UserError("no drum strokes found in the recording: none falls on the planned beats")
+        best = placed.best
+        heard = placement.heard_at(plan, plan, best.plan_index, c.time_s[drumlike][best.live_index])
+        span = (float(heard[0] - gap), float(heard[-1] + gap))
+        follow_from = best.start_s
+    inside = (c.time_s >= span[0]) & (c.time_s <= span[1])
     kept = np.flatnonzero((like >= KEEP) & inside)
-    al = align.align(c.time_s[kept], plan, start_s)
+    estimated = start_s is None
+    al = align.align(c.time_s[kept], plan, follow_from, estimated=estimated)
     more = on_missed_beats(c, plan, al, np.setdiff1d(np.flatnonzero(inside), kept))
     if len(more):
         kept = np.union1d(kept, more)
-        al = align.align(c.time_s[kept], plan, start_s)
+        al = align.align(c.time_s[kept], plan, follow_from, estimated=estimated)
     matched = np.zeros(len(kept), dtype=bool)
     matched[al.live_index] = True
     sure = matched | (conf[kept] >= THRESHOLD)
@@ -223,27 +289,30 @@ def strokes(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | 
         al = replace(al, live_s=al.live_s[sure], live_index=remap[al.live_index],
                      extra=int((~matched & sure).sum()))
         kept = kept[sure]
-    return Found(al, conf[kept], c, model)
+    return Found(al, conf[kept], c, model, placed)
 
 
-def find(path: str | Path, plan: npt.NDArray[np.float64], start_s: float | None = None) -> Found:
+def find(path: str | Path, plan: npt.NDArray[np.float64], start_s: float | None = None,
+         exp: Expected | None = None) -> Found:
     """Scan the recording (:func:`yuexuan.check.drum.band.scan`) and take the drum's strokes."""
     c = band.scan(path)
     if len(c.time_s) < 2:
         raise UserError("no drum strokes found in the recording", file=str(path))
     try:
-        return strokes(c, np.sort(np.asarray(plan, dtype=np.float64)), start_s)
+        return strokes(c, np.sort(np.asarray(plan, dtype=np.float64)), start_s, exp)
     except UserError as e:              # name the recording the strokes were sought in
         if e.file is None and "strokes" in e.message:
             raise UserError(e.message, file=str(path)) from None
         raise
 
 
-def evidence(path: str | Path, plan: npt.NDArray[np.float64], start_s: float | None = None) -> DrumEvidence:
+def evidence(path: str | Path, plan: npt.NDArray[np.float64], start_s: float | None = None,
+             exp: Expected | None = None) -> DrumEvidence:
     """The finder's result as :class:`DrumEvidence` (timeline clock)."""
-    f = find(path, plan, start_s)
+    f = find(path, plan, start_s, exp)
     curve = f.candidates.strength_curve
     top = float(curve.max()) if len(curve) and curve.max() > 0 else 1.0
     return DrumEvidence(f.alignment, f.confidence, THRESHOLD,
                         f.candidates.strength_t_s + f.alignment.shift_s,
-                        np.clip(curve / top, 0.0, 1.0), FINDER)
+                        np.clip(curve / top, 0.0, 1.0), FINDER, f.placement,
+                        f.candidates.duration_s)
