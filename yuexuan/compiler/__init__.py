@@ -85,6 +85,9 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     sheet = replace(sheet, pairs=variants_mod.apply_to_pairs(vdefs, sheet.variants, sheet.pairs))
     insts, narrowed = variants_mod.apply_to_instruments(vdefs, sheet.variants, insts)
     dropped = variants_mod.dropped_cues(vdefs, sheet.variants)
+    # O50: the 诗谱's notes as the chosen witness reads them (the pieces' [[reading]] rows)
+    reading = variants_mod.effect(vdefs, sheet.variants, "shipu_reading")["reading"]
+    pieces = pieces_mod.read_by(pieces, reading)
     rank = ranks[sheet.rank]
     # a 射节 cue takes the id and caption of the piece it plays; the sheet's id is its alias
     played = [as_played(variants_mod.apply_to_cue(vdefs, sheet.variants, c), rank)
