@@ -17,10 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
-from yuexuan.scoring import tally
+from yuexuan.compiler import compile_file
+from yuexuan.rite.vocabulary import RESULTS, ROLES
+from yuexuan.scoring import rules, tally
 from yuexuan.scoring.report import render_csv, render_json
-from yuexuan.scoring.shots import MISS_CODES, read_shots
+from yuexuan.scoring.shots import MISS_CODES, for_rite, read_shots
+
+RITE = compile_file(Path(__file__).resolve().parent.parent / "cues" / "dashe.toml", ["lishou"]).rite
+assert RITE is not None
+ARCHER_RANKS, TARGETS, SETTINGS = RITE.ranks, RITE.hou_names, rules.settings_for(RITE)
 
 DEFAULT_SHOTS = 100_000
 TARGET_RATIO = 8.0
@@ -74,8 +79,8 @@ def main() -> int:
                     pass
 
         def check():                      # what ``yuexuan check`` does with the log
-            s = read_shots(path)
-            return s, tally.evaluate_shots(s, beats)
+            s = for_rite(read_shots(path), ARCHER_RANKS, TARGETS)
+            return s, tally.evaluate_shots(s, beats, 0.0, SETTINGS)
 
         def check_and_csv():
             s, v = check()

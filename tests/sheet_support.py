@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
+from rite_support import HOU as TARGETS
+from rite_support import RANKS as ARCHER_RANKS
+from yuexuan.rite.vocabulary import RESULTS, ROLES
 from yuexuan.scoring.shots import MISS_CODES
 
 PAIR_BLOCK = re.compile(r"^\[\[pair\]\]\n(?:(?!\[\[).*\n)*", re.M)

@@ -192,7 +192,7 @@ def test_note_command_speaks_the_zheng_calls(tmp_path):
 def test_s8_calls_follow_each_marked_miss_of_the_gong(default):
     tl, _, warnings = default
     sheet = tomllib.loads(SHEET.read_text(encoding="utf-8"))
-    gong_pair = next(p for p in sheet["pair"] if p["lower"]["rank"] == "公")
+    gong_pair = next(p for p in sheet["pair"] if p["lower"].get("host"))
     letters = {"l": "留", "y": "扬", "f": "方"}
     expected = []
     for hits in gong_pair["hits"]:
@@ -287,18 +287,25 @@ def test_score_writes_spoken_calls_with_x_noteheads(tmp_path):
     assert len(heads["round1_quhou"]) == 2 and "x" not in heads["round1_quhou"]   # 宫 and 商, sung
 
 
-def test_each_hou_has_its_own_callers_placed_by_the_courtyard():
+def test_each_hou_has_its_own_callers_placed_by_the_courtyard(default):
     """One 获者 at each 侯's 乏 and one 负侯者 due west of each 侯, 10 步 south of its 乏 (乏南: where
-    「又诺以商」), read from ceremony/courtyard.toml and the instrument files themselves."""
+    「又诺以商」): the 侯 at 九十, 七十, 五十 貍步 of ceremony/courtyard.toml's bu_m from the 堂, each 乏
+    「西十北十」 (ceremony/dashe.toml); the bodies made from instruments/获者.toml and 负侯者.toml."""
+    tl = default[0]
     yard = tomllib.loads((REPO / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))
-    for t in yard["target"]:
-        huo = tomllib.loads((REPO / "instruments" / f"获者·{t['name']}.toml").read_text(encoding="utf-8"))
-        fu = tomllib.loads((REPO / "instruments" / f"负侯者·{t['name']}.toml").read_text(encoding="utf-8"))
-        assert huo["position_m"][:2] == pytest.approx(t["fa_m"][:2]), t["name"]
-        assert fu["position_m"][:2] == pytest.approx([t["fa_m"][0], t["position_m"][1]]), t["name"]
-        assert huo["xian"] == fu["xian"] == "侯"          # moved with the 侯 by O24 (hou_shift_m)
-        assert t["name"] in huo["source"] or "各去其侯西十北十" in huo["source"]
-    assert not (REPO / "instruments" / "获者.toml").exists()
+    bu = yard["bu_m"]
+    assert [(h["name"], h["distance_bu"]) for h in tl["rite"]["hou"]] == [("大侯", 90), ("参", 70), ("干", 50)]
+    for h in tl["rite"]["hou"]:
+        assert h["position_m"][1] == pytest.approx(-h["distance_bu"] * bu, abs=1e-3)
+        assert h["fa_m"][:2] == pytest.approx((-10 * bu, h["position_m"][1] + 10 * bu), abs=1e-3)
+        huo, fu = tl["instruments"][f"获者·{h['name']}"], tl["instruments"][f"负侯者·{h['name']}"]
+        assert (h["huozhe"], h["fuhou"]) == (f"获者·{h['name']}", f"负侯者·{h['name']}")
+        assert huo["position_m"][:2] == pytest.approx(h["fa_m"][:2]), h["name"]
+        assert fu["position_m"][:2] == pytest.approx([h["fa_m"][0], h["position_m"][1]]), h["name"]
+        assert huo["xian"] == fu["xian"] == "侯"
+    for template in ("获者", "负侯者"):
+        data = tomllib.loads((REPO / "instruments" / f"{template}.toml").read_text(encoding="utf-8"))
+        assert data["at_hou"] in ("乏", "乏南") and template not in tl["instruments"]
 
 
 # ---- round 3: the 负侯 posted again before the 公 (「其他如初仪」 [001]; O17) ----------------------

@@ -20,6 +20,8 @@ from yuexuan.cli import main
 from yuexuan.compiler import compile_file
 from yuexuan.scoring.shots import read_shots
 
+import rite_support
+
 ROOT = Path(__file__).resolve().parent.parent
 CUES = str(ROOT / "cues" / "dashe.toml")
 EXAMPLE = ROOT / "tests" / "data" / "shots_example.csv"
@@ -159,7 +161,7 @@ def test_blanks_crlf_and_bom_are_tolerated(tmp_path):
     p = tmp_path / "messy.csv"
     p.write_bytes("\ufeffTime , archer,rank,role,target,result\r\n 1081.5 , 甲 , 士 ,上射, 干 ,贯\r\n"
                   "1083.5,乙,士,下射,,不中\r\n\r\n".encode("utf-8"))
-    s = read_shots(p)
+    s = rite_support.read(p)
     assert s.time.tolist() == [1081.5, 1083.5]
     assert s.archers == ["甲", "乙"]
     assert s.round.tolist() == [3, 3] and s.target.tolist() == [2, -1]

@@ -11,7 +11,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ROLES, TARGETS
+from rite_support import HOU as TARGETS
+from rite_support import RANKS as ARCHER_RANKS
+from yuexuan.rite.vocabulary import MISSES as MISS_RESULTS
+from yuexuan.rite.vocabulary import RESULTS, ROLES
 from yuexuan.scoring.shots import read_shots
 
 names = st.text(alphabet=st.sampled_from("甲乙丙丁射者耦abcXYZ012-_.·公宾 "), min_size=1,
@@ -60,8 +63,8 @@ def test_reader_agrees_with_the_csv_module(tmp_path, text):
     for i, r in enumerate(rows):
         assert math.isclose(s.time[i], float(r["time"]), rel_tol=0, abs_tol=0)
         assert s.archers[i] == r["archer"].strip()
-        assert ARCHER_RANKS[s.rank[i]] == r["rank"].strip() and ROLES[s.role[i]] == r["role"].strip()
-        assert (TARGETS[s.target[i]] if s.target[i] >= 0 else "") == r["target"].strip()
+        assert s.rank_names[s.rank[i]] == r["rank"].strip() and ROLES[s.role[i]] == r["role"].strip()
+        assert (s.target_names[s.target[i]] if s.target[i] >= 0 else "") == r["target"].strip()
         assert RESULTS[s.result[i]] == r["result"].strip()
         assert (s.pair_names[s.pair[i]] if s.pair[i] >= 0 else "") == r["pair"].strip()
         assert s.round[i] == int(r["round"].strip() or 3)

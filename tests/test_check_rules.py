@@ -12,7 +12,8 @@ import pytest
 from yuexuan.rite.vocabulary import RESULTS
 from yuexuan.scoring import tally
 from yuexuan.scoring.nearest import nearest
-from yuexuan.scoring.shots import read_shots
+from rite_support import read as read_shots
+from rite_support import settings as dashe_settings
 
 BEATS = 100.0 + 2.0 * np.arange(20)          # 建鼓 strokes, timeline seconds
 HEADER = "time,archer,rank,role,target,result,pair,round\n"
@@ -23,7 +24,7 @@ def judge(tmp_path, rows, beats=BEATS, offset=0.0, **settings):
     path.write_text(HEADER + "".join(r + "\n" for r in rows), encoding="utf-8")
     s = read_shots(path)
     v = tally.evaluate(s.round, s.rank, s.role, s.target, s.result, s.pair, s.time, beats,
-                       offset, tally.Settings(**settings))
+                       offset, dashe_settings(**settings))
     return [(bool(r), tally.REASONS[k]) for r, k in zip(v.released, v.reason)], v
 
 
@@ -303,12 +304,12 @@ def test_o21_and_huo_called():
     target = np.array([0, 2, -1, 2, 1, 2, 0])
     result = np.array([res["着侯"], res["梱复"], res["留"], res["贯"], res["贯"], res["着侯"], res["贯"]])
     pair = np.full(7, -1)
-    on = tally.huo_called(rank, target, result, pair)
-    off = tally.huo_called(rank, target, result, pair, tally.Settings(gong_outside_hu=False))
+    on = tally.huo_called(rank, target, result, pair, dashe_settings())
+    off = tally.huo_called(rank, target, result, pair, dashe_settings(gong_outside_hu=False))
     assert on.tolist() == [True, True, False, True, False, False, True]
     assert off.tolist() == [False, True, False, True, False, False, True]
     r2 = np.full(7, 2)
-    rel, reason = tally.decide(r2, rank, target, result, tally.hou_of_pairs(rank, pair), np.ones(7, bool),
-                               tally.Settings(gong_outside_hu=False))
+    rel, reason = tally.decide(r2, rank, target, result, tally.hou_of_pairs(rank, pair, dashe_settings().own_hou),
+                               np.ones(7, bool), dashe_settings(gong_outside_hu=False))
     assert tally.REASONS[reason[0]] == "不贯不释" and tally.REASONS[reason[2]] == "不中"
     assert tally.REASONS[reason[5]] == "不贯不释" and rel.tolist() == off.tolist()

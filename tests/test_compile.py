@@ -210,14 +210,16 @@ def test_heard_jie_beyond_the_rank_count_is_refused(cli, default_cues, tmp_path)
     assert not (tmp_path / "x.mid").exists()
 
 
-@pytest.mark.parametrize("rank,n_jie", [("诸侯", 7), ("天子", 9), ("卿大夫", 5), ("士", 5)])
-def test_shejie_counts_by_rank(default_cues, tmp_path, rank, n_jie):
+@pytest.mark.parametrize("rank,n_jie,n_pairs", [("诸侯", 7, 8), ("天子", 9, 12), ("卿大夫", 5, 5), ("士", 5, 5)])
+def test_shejie_counts_by_rank(default_cues, tmp_path, rank, n_jie, n_pairs):
+    """Each rank's 射节 count, for each pair of its roster (the 天子's 六耦 and 诸侯; a 卿大夫's or a
+    士's rite has no 卿 or 大夫 pairs: ceremony/dashe.toml, the cue sheet's pair ``ranks``)."""
     tl = compile_file(_with_rank(default_cues, tmp_path, rank))
     beats = [b for b in tl.beats if b.cue == tl.cue("lishou").id]      # the alias names the 射节 cue
     per_pair = defaultdict(list)
     for b in beats:
         per_pair[b.pair].append(b)
-    assert len(per_pair) == 8
+    assert len(per_pair) == n_pairs == len(tl.rite.pairs)
     for pair, bs in per_pair.items():
         assert max(b.jie for b in bs) == n_jie
         assert sum(b.shoot for b in bs) == 8                     # 乘矢: four arrows each

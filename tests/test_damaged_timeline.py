@@ -405,7 +405,7 @@ def test_a_huangzhong_putting_two_lv_on_one_key_is_refused(default_cues, tmp_pat
                      encoding="utf-8")
     code, err = run("compile", sheet, "-o", tmp_path / "s.mid")
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert f"{sheet}:8: ceremony.huangzhong_hz: {hz:g} Hz puts {pair} on one MIDI key" in err, err
+    assert f"{sheet}:9: ceremony.huangzhong_hz: {hz:g} Hz puts {pair} on one MIDI key" in err, err
 
 
 @settings(max_examples=EXAMPLES or 60, deadline=None)
@@ -414,6 +414,7 @@ def test_an_accepted_huangzhong_gives_every_pitch_its_own_key(hz):
     """Refused exactly when two 律 of octaves -3..3 would share a MIDI key (the oracle: every
     pitch's nearest key, computed here)."""
     from yuexuan.errors import UserError
+    from yuexuan.rite import ranks
     from yuexuan.rite.cuesheet_setting import ceremony as read_ceremony
     from yuexuan.rite.tomlfile import Fields
     from yuexuan.rite.tuning import RATIOS
@@ -421,7 +422,7 @@ def test_an_accepted_huangzhong_gives_every_pitch_its_own_key(hz):
     keys = [round(69 + 12 * math.log2(hz * float(r) * 2.0 ** o / 440)) for o in range(-3, 4) for r in RATIOS]
     fields = Fields({"name": "x", "rank": "诸侯", "huangzhong_hz": hz}, "s.toml", "", "ceremony")
     try:
-        read_ceremony(fields)
+        read_ceremony(fields, ranks.load())
     except UserError as exc:
         assert "on one MIDI key" in str(exc)
         assert len(set(keys)) < len(keys)

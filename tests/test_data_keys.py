@@ -24,7 +24,7 @@ from cli_support import DEFAULT_CUES, run_cli
 
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
-from yuexuan.rite import courtyard, cuesheet, instruments, pieces, readings, suspension, variants, venue
+from yuexuan.rite import courtyard, cuesheet, instruments, pieces, ranks, readings, suspension, variants, venue
 from yuexuan.rite.synth_keys import SYNTH_KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +78,7 @@ def _readers() -> dict[str, object]:
         "suspension.toml": lambda p, d: suspension.load(p),
         "variants.toml": lambda p, d: variants.load(p),
         "readings.toml": lambda p, d: readings.load(DataSource(d)),
+        "dashe.toml": lambda p, d: ranks.load(str(p)),
         "cues": lambda p, d: cuesheet.parse(p, *known),
     }
 
@@ -86,7 +87,7 @@ def _files() -> list[tuple[str, Path]]:
     out = [("instruments", p) for p in sorted((ROOT / "instruments").glob("*.toml"))]
     out += [("pieces", p) for p in sorted((ROOT / "pieces").glob("*.toml"))]
     out += [(name, ROOT / "ceremony" / name) for name in
-            ("courtyard.toml", "suspension.toml", "variants.toml", "readings.toml")]
+            ("courtyard.toml", "suspension.toml", "variants.toml", "readings.toml", "dashe.toml")]
     return [*out, ("cues", DEFAULT_CUES)]
 
 

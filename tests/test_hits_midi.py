@@ -169,7 +169,8 @@ def test_whose_turn_is_the_stroke_nearest_the_loose_before_the_hit():
 ])
 def test_a_bad_hits_midi_table_is_one_line(tmp_path, table, says):
     text = (DASHE.read_text(encoding="utf-8")
-            .replace('notes = { 36 = "大侯", 38 = "参", 40 = "干" }\narrow_speed_m_s = 60.0', table))
+            .replace('notes = { 36 = 1, 38 = 2, 40 = 3 }     # the rite\'s 侯 in order (大侯 参 干 for an 诸侯); '
+                     'or by name\narrow_speed_m_s = 60.0', table))
     sheet = tmp_path / "sheet.toml"
     sheet.write_text(text, encoding="utf-8")
     out = subprocess.run([sys.executable, "-m", "yuexuan", "compile", str(sheet), "-o",

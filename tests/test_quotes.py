@@ -1,7 +1,12 @@
-"""Every quote tagged with a seed text is verbatim from that seed.
+"""Every quote tagged with a seed text or a source text is verbatim from it.
 
 The seeds are ``../shared/seeds/000_*.txt`` … ``004_*.txt`` beside the repository (CI has them beside
-the checkout); without them the test fails and says where it looked.
+the checkout); without them the test fails and says where it looked. The texts beyond them are
+``../shared/sources/`` (the 四库 《周礼注疏》 射人 and 司裘, 《仪礼注疏》 卷五 乡射礼 and the 单疏本's
+卷十一–十三), tagged ``[射人]``, ``[司裘]``, ``[乡射]`` and ``[乡射疏]`` (:data:`SOURCES`): traditional
+characters, unpunctuated, with page marks ``<pb:…>`` and two-column notes ``(col1/col2)``; they are
+read without the marks and the note brackets, in simplified characters (opencc's t2s table) with
+the variant forms of :data:`SOURCE_VARIANTS` read as one.
 
 Where quotes are looked for: the packaged data (``instruments/``, ``pieces/``, ``ceremony/``, ``cues/``:
 every ``*.toml``, comments included), the docs (``docs/*.md``, ``README.md``) and every other cue
@@ -41,7 +46,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS = REPO.parent / "shared" / "seeds"
-TAGS = ("000", "001", "002", "003", "004")
+SOURCES_DIR = REPO.parent / "shared" / "sources"
+#: a source tag → its files in ../shared/sources/ (shared/sources/INDEX.md)
+SOURCES = {"射人": ("sheren.txt",), "司裘": ("qiu.txt",), "乡射": ("xiangshe_juan05.txt",),
+           "乡射疏": ("xiangshe_shu_juan11.txt", "xiangshe_shu_juan12.txt", "xiangshe_shu_juan13.txt")}
+TAGS = ("000", "001", "002", "003", "004", *SOURCES)
+#: variant forms of the sources, read as one with the data's (after t2s): 矦/侯, 閒 and its t2s 闲/间,
+#: 蘩/繁 (the WYG 采繁), 賔/宾, 郷/乡, 筭/算, 𤣥/玄 (a taboo form), 於/于
+SOURCE_VARIANTS = {"矦": "侯", "閒": "间", "闲": "间", "蘩": "繁", "賔": "宾", "郷": "乡", "筭": "算",
+                   "𤣥": "玄", "於": "于", "糜": "麋"}
 
 #: Characters written two ways, read as one (left → right). Each pair is a variant form the seeds
 #: and the data both use for one word: 貍/狸 (貍首, 貍步: the data's 貍, the translations' 狸);
@@ -53,7 +66,7 @@ MAX_GAP = 400
 
 _FOOTNOTE = re.compile(r"[（(]\d{1,3}[）)]")
 _QUOTE = re.compile(r"「([^「」]*)」")
-_TAG = re.compile(r"\[(00[0-4])\]|\b(OUTSIDE|INFERENCE)\b")
+_TAG = re.compile(r"\[(00[0-4]|射人|司裘|乡射疏|乡射)\]|\b(OUTSIDE|INFERENCE)\b")
 _CUT = re.compile(r"…+|\.{3,}")
 _TABLE = str.maketrans(VARIANTS)
 
@@ -140,8 +153,34 @@ def scanned_files() -> list:
     return files
 
 
+_PAGE = re.compile(r"<pb:[^>]*>")
+_SOURCE_TABLE = str.maketrans(SOURCE_VARIANTS)
+
+
+@lru_cache(maxsize=1)
+def _t2s():
+    """opencc's traditional → simplified converter (opencc-python-reimplemented, Apache-2.0)."""
+    from opencc import OpenCC
+    return OpenCC("t2s")
+
+
+def source_normalise(text: str) -> str:
+    """A source's text (or a quote of it) as the quotes are compared: without ``#`` header lines,
+    page marks and the note brackets ``( / )``, in simplified characters, its variants unified."""
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    text = _PAGE.sub("", text).replace("(", "").replace(")", "").replace("/", "")
+    return normalise(_t2s().convert(text.translate(_SOURCE_TABLE))).translate(_SOURCE_TABLE)
+
+
 @lru_cache(maxsize=None)
 def seed_text(tag: str) -> str:
+    if tag in SOURCES:
+        paths = [SOURCES_DIR / name for name in SOURCES[tag]]
+        missing = [p for p in paths if not p.is_file()]
+        if missing:
+            pytest.fail(f"source text [{tag}] not found: expected {missing[0]} (the sources live in "
+                        f"../shared/sources/ beside the repository)")
+        return source_normalise("\n".join(p.read_text(encoding="utf-8") for p in paths))
     found = sorted(SEEDS.glob(f"{tag}_*.txt"))
     if not found:
         pytest.fail(f"seed text [{tag}] not found: expected {SEEDS}/{tag}_*.txt (the seeds live in "
@@ -193,8 +232,9 @@ def test_every_tagged_quote_is_verbatim_from_its_seed():
         pytest.fail(f"the seed texts are not at {SEEDS} (../shared/seeds/ from the repository)")
     quotes = all_quotes()
     assert len(quotes) > 100          # the data quote its sources: the scan must see them
+    assert {tag for *_, tag in quotes} >= {"射人", "司裘"}      # the sources beyond the seeds too
     missing = [f"{f}:{line}: 「{q}」 not in [{tag}]" for f, line, q, tag in quotes
-               if not found_in(q, seed_text(tag))]
+               if not found_in(source_normalise(q) if tag in SOURCES else q, seed_text(tag))]
     assert not missing, "quotes not found verbatim in the seed they cite:\n" + "\n".join(missing)
 
 
@@ -247,3 +287,14 @@ def test_matching_ignores_punctuation_footnotes_variants_and_follows_cuts():
     assert not found_in("公射小侯", seed)
     far = normalise("甲乙" + "丙" * (MAX_GAP + 1) + "丁戊")
     assert not found_in("甲乙…丁戊", far) and found_in("甲乙…丙丁戊", far)
+
+
+def test_sources_are_read_without_marks_in_simplified_characters():
+    """The sources' page marks and note brackets go, traditional characters and variants are read
+    as the data writes them, and a sentence broken across lines is found whole."""
+    text = source_normalise("# header\n士以三耦射豻侯一\n<pb:KR1d0003_WYG_030-25b>\n獲一容樂以采蘩(注/文)矦閒")
+    assert found_in(source_normalise("士以三耦射豻侯，一获一容，乐以采蘩"), text)
+    assert found_in("侯间", text) and found_in("注文", text) and not found_in("header", text)
+    assert found_in(source_normalise("王以六耦射三侯，三获三容"), seed_text("射人"))
+    assert not found_in(source_normalise("王以七耦射三侯"), seed_text("射人"))
+    assert tagged_quotes("注 「士不大射」 [司裘]") == [("士不大射", "司裘")]

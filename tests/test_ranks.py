@@ -21,6 +21,9 @@ from yuexuan.rite import suspension
 SCORES = "shared/scores.md"
 PIECE = {"天子": "驺虞", "诸侯": "貍首", "卿大夫": "采蘋", "士": "采蘩"}     # 礼记·射义
 N_JIE = {"天子": 9, "诸侯": 7, "卿大夫": 5, "士": 5}                          # 郑 [000] 射节
+# the default sheet's pairs at each rank: 六耦 + 王 + 诸侯, 卿, 大夫 ×2, 众耦 for the 天子 (「王以六耦射三侯」
+# 射人); no 卿 or 大夫 at a 卿大夫's or a 士's (ceremony/dashe.toml)
+N_PAIRS = {"天子": 12, "诸侯": 8, "卿大夫": 5, "士": 5}
 RANK_LINE = re.compile(r'^rank = "诸侯"', re.M)
 
 
@@ -71,11 +74,11 @@ def test_rank_alone_gives_its_piece_count_and_sound(compiled, rank):
     by_pair = defaultdict(list)
     for b in beats:
         by_pair[b["pair"]].append(b)
-    assert len(by_pair) == 8
+    assert len(by_pair) == N_PAIRS[rank] == len(tl["rite"]["pairs"])
     for bs in by_pair.values():
         assert max(b["jie"] for b in bs) == N_JIE[rank] and len(bs) == 2 * N_JIE[rank]
         assert sum(b["shoot"] for b in bs) == 8
-    assert len(beats) == 8 * 2 * N_JIE[rank]
+    assert len(beats) == N_PAIRS[rank] * 2 * N_JIE[rank]
     # every cue sounds; every music or 射节 cue has a melody (≥ 3 pitches of a non-caller body);
     # sung cues have the 歌's syllables, piped cues a pipe
     facts = tl["instruments"]
@@ -144,7 +147,7 @@ def test_sung_line_of_the_shejie_is_the_score(compiled, root, rank):
     cue = shejie_cue(tl)
     sung = sorted((n for n in tl["notes"] if n["cue"] == cue["id"] and n["instrument"] == "歌"),
                   key=lambda n: n["time"])
-    assert len(sung) == 8 * N_JIE[rank] * 4                # 4 syllables a 节, the tune repeating
+    assert len(sung) == N_PAIRS[rank] * N_JIE[rank] * 4    # 4 syllables a 节, the tune repeating
     for k, n in enumerate(sung):
         word, r_expected = expected[k % len(expected)]
         assert n["lyric"] == word, (k, n["lyric"], word)
@@ -180,8 +183,9 @@ def test_each_rank_hangs_what_suspension_toml_says(compiled, root):
     assert {"磬·南", "钟·南", "鑮·南"} <= set(compiled["天子"][0]["instruments"])
     shi = compiled["士"][0]
     assert {n for n, f in shi["instruments"].items() if f["xian"] == "东"} == {"笙磬", "建鼓·东"}
-    # 乡射: 磬 only — the 宾's 肆夏 (west 县 by O1) and every bell cue sound on the 笙磬
-    for cid in ("sixia_bin", "gai", "ao"):
+    # 乡射: 磬 only — every bell cue sounds on the 笙磬; no 肆夏 and no 骜 at a 士's (bei_yue, O40)
+    assert not {"sixia_bin", "sixia_gong", "xingong", "ao"} & {c["id"] for c in shi["cues"]}
+    for cid in ("gai",):
         cue = next(c for c in shi["cues"] if c["id"] == cid)
         assert "笙磬" in cue["instruments"] and not any("钟" in i for i in cue["instruments"]), cue
     # yet the 射节 is drummed (不鼓不释): every beat meets a 建鼓 stroke
@@ -251,4 +255,4 @@ def test_lishou_still_selects_the_tianzi_shejie_cue(default_cues, tmp_path):
     tl, _ = compile_path(sheet_with(default_cues, tmp_path, "天子"), ["lishou"])
     assert [c.id for c in tl.cues] == ["zouyu"] and tl.cues[0].start == 0.0
     assert window_time(tl, "lishou+30") == 30.0 == window_time(tl, "zouyu+30")
-    assert {b.cue for b in tl.beats} == {"zouyu"} and len(tl.beats) == 8 * 2 * N_JIE["天子"]
+    assert {b.cue for b in tl.beats} == {"zouyu"} and len(tl.beats) == N_PAIRS["天子"] * 2 * N_JIE["天子"]

@@ -321,8 +321,8 @@ def test_render_follows_the_log(tmp_path):
     for hou, dt in hits.items():
         (gong, shang) = [n for n in tl.notes if n.instrument == f"获者·{hou}"]     # one call each
         assert gong.time == pytest.approx(dt + 1.5) and shang.time > gong.time
-        fa = next(t["fa_m"] for t in yard["target"] if t["name"] == hou)
-        mouth_m = tomllib.loads((ROOT / "instruments" / f"获者·{hou}.toml").read_text(
+        fa = next(h.fa_m for h in tl.rite.hou if h.name == hou)             # the compiled 侯's 乏
+        mouth_m = tomllib.loads((ROOT / "instruments" / "获者.toml").read_text(      # every 侯's 获者
             encoding="utf-8"))["position_m"][2]
         delay_s = math.dist(seat, (fa[0], fa[1], mouth_m)) / 343.0
         # the call's consonant (获: h) goes before the note's time, its vowel on it

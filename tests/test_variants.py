@@ -97,7 +97,7 @@ CHANGES = [
      lambda tl: "lishou_gong" in [c.id for c in tl.cues] and notes(tl, "round3_gong_quhou")
      and "公" not in {b.archer for b in tl.beats if b.cue == "lishou"}),
     ("sanou_rank", "郑玄", lambda tl: {b.rank for b in tl.beats if b.shoot and b.pair in ("上耦", "次耦", "下耦")} == {"大夫"}),
-    ("houdao", "敖继公", lambda tl: tl.instruments["获者·参"]["position_m"][1] == pytest.approx(-83.2 + 4.0)
+    ("houdao", "敖继公", lambda tl: tl.instruments["获者·参"]["position_m"][1] == pytest.approx(-83.16 + 4.0)
      and tl.instruments["负侯者·干"]["position_m"][1] == pytest.approx(-69.3 + 4.0)),
     ("wusuan_piece", "四牡",
      lambda tl: cue(tl, "wusuan").piece == "四牡" and notes(tl, "wusuan", "歌")[0].lyric == lyrics("四牡")[0]),
@@ -152,7 +152,7 @@ def test_defaults_match_the_data_files(default):
     for name, opt in VDEFS["houdao"]["options"].items():
         moved = courtyard.load(houdao=name)
         shift = moved.houdao.origin_y_m - court.houdao.origin_y_m
-        assert opt["hou_shift_m"] == [0.0, shift, 0.0]
+        assert shift == (4.0 if name == "敖继公" else 0.0)
         assert [t.position_m[1] - shift for t in moved.targets] == pytest.approx([t.position_m[1] for t in court.targets])
         assert [t.fa_m[1] - shift for t in moved.targets] == pytest.approx([t.fa_m[1] for t in court.targets])
     wu = next(p for p in court.landmarks if p.name == "物")

@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan import timeline_checks
+from yuexuan import timeline_checks, timeline_rite
 from yuexuan.errors import unknown_cue
+from yuexuan.timeline_rite import Rite
 from yuexuan.timeline_schema import SCHEMA_VERSION, validate
 
 _R = TypeVar("_R")           # a record class of the timeline (:func:`_record`)
@@ -30,7 +31,7 @@ class Ceremony:
     """What was compiled: the rite, the rank, its suspension and tuning."""
 
     name: str
-    rank: str                 # 天子 | 诸侯 | 卿大夫 | 士
+    rank: str                 # a rank of the rite (天子 | 诸侯 | 卿大夫 | 士 in the 大射仪)
     suspension: str           # 宫县 | 轩县 | 判县 | 特县
     huangzhong_hz: float      # frequency of 黄钟 (合), Hz
     variants: dict[str, str] = field(default_factory=dict)   # variant key -> chosen commentator
@@ -135,6 +136,8 @@ class Timeline:
     # compiler's, docs/timeline.md); {} in a timeline compiled without the courtyard
     targets: dict[str, dict[str, float]] = field(default_factory=dict)
     selection: Selection | None = None    # None: its seconds are the ceremony's (no --cues)
+    # who shoots, at which 侯, the host and his privileges (docs/timeline.md, "rite")
+    rite: Rite | None = None
 
     @property
     def duration(self) -> float:
@@ -242,7 +245,7 @@ def _moved(tl: Timeline, cues: list[Cue], shift: dict[str, float], selection: Se
         tuple(replace(c, start=c.start - shift[c.id], end=c.end - shift[c.id],
                       phrases=tuple(t - shift[c.id] for t in c.phrases)) for c in cues),
         tuple(sorted(notes, key=lambda n: n.time)), tuple(sorted(beats, key=lambda b: b.time)),
-        tl.instruments, tl.targets, selection)
+        tl.instruments, tl.targets, selection, tl.rite)
 
 
 def _ceremony_start(tl: Timeline, k: int) -> float:
@@ -296,7 +299,7 @@ def to_dict(tl: Timeline) -> dict[str, Any]:
                                           "closed_s": [_r(x) for x in sel.closed_s]}
     return {"schema": SCHEMA_VERSION, "ceremony": cer, "cues": cues, "notes": notes,
             "beats": beats, "instruments": tl.instruments, "targets": tl.targets,
-            "selection": selection}
+            "selection": selection, "rite": None if tl.rite is None else timeline_rite.to_dict(tl.rite)}
 
 
 def _record(cls: type[_R], d: dict[str, Any]) -> _R:
@@ -315,7 +318,8 @@ def from_dict(d: dict[str, Any], file: str | None = None) -> Timeline:
     return Timeline(_record(Ceremony, d["ceremony"]), tuple(_record(Cue, c) for c in d["cues"]),
                     tuple(_record(Note, n) for n in d["notes"]), tuple(_record(Beat, b) for b in d["beats"]),
                     dict(d.get("instruments", {})), dict(d.get("targets", {})),
-                    None if d.get("selection") is None else _record(Selection, d["selection"]))
+                    None if d.get("selection") is None else _record(Selection, d["selection"]),
+                    None if d.get("rite") is None else timeline_rite.from_dict(d["rite"]))
 
 
 def save_json(tl: Timeline, path: str | os.PathLike[str]) -> None:

@@ -81,7 +81,7 @@ class ShotEvidence(NamedTuple):
 def rests_on_drum(shots: Shots, settings: tally.Settings) -> npt.NDArray[np.bool_]:
     """True for a shot released on a stroke and refused off it (the rules run both ways)."""
     n = len(shots)
-    must = tally.hou_of_pairs(shots.rank, shots.pair)
+    must = tally.hou_of_pairs(shots.rank, shots.pair, settings.own_hou)
     on, _ = tally.decide(shots.round, shots.rank, shots.target, shots.result, must,
                          np.ones(n, dtype=bool), settings)
     off, _ = tally.decide(shots.round, shots.rank, shots.target, shots.result, must,

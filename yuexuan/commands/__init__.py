@@ -20,7 +20,8 @@ COMMANDS = {
     "layout": "draw the courtyard (堂, stairs, the three 县, 侯道, targets, listeners) as SVG",
     "guide": "write the audio guide: a static bilingual site with audio, captions, cue list and lit layout",
     "score": "write a score (MusicXML; --pdf through LilyPond) of the selected cues, 律 and cents marked",
-    "variants": "list the variants (where the commentators disagree), their options and sources",
+    "variants": "list the variants (where the commentators disagree), their options and sources, and "
+                "each rite's ranks with their pinyin aliases (the cue sheet's [ceremony] rank)",
 }
 
 # The commands whose ``build_step(timeline, cues_path, out_dir, source, progress=None) -> [paths]``

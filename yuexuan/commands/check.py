@@ -18,7 +18,7 @@ from yuexuan import atomic
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
 from yuexuan.scoring import arrow_stroke, report, rules, tally
-from yuexuan.scoring.shots import Shots, read_shots
+from yuexuan.scoring.shots import Shots, for_rite, read_shots
 from yuexuan.timeline import at_ceremony_times
 
 if TYPE_CHECKING:                    # the drum finder is imported only with --beats-from (start-up time)
@@ -65,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     source = data_source(args)
     # a shot log's times are the whole ceremony's: a saved --cues selection is put back there
     timeline = at_ceremony_times(read_timeline(args.cues, "check", source=source))
+    if timeline.rite is None:
+        raise UserError("the timeline has no rite (its roster and 侯); recompile the cue sheet",
+                        file=args.cues)
+    shots = for_rite(shots, timeline.rite.ranks, timeline.rite.hou_names)     # the rite's ranks and 侯
     judging = rules.rules_from_args(args, timeline, source)    # the same as play's live judge
     plan, cue_ids, settings = judging.plan_s, judging.cue_ids, judging.settings
     drum = alignment = found = None

@@ -7,7 +7,8 @@ import re
 from typing import Any
 
 from yuexuan.commands.common import data_source
-from yuexuan.rite import variants
+from yuexuan.data import DataSource
+from yuexuan.rite import ranks, variants
 
 O_NUMBER = re.compile(r"\bO(\d+)\b")
 
@@ -49,6 +50,17 @@ def listing(defs: dict[str, Any]) -> list[str]:
     return lines
 
 
+def rank_listing(source: DataSource) -> list[str]:
+    """The lines naming each rite file's ranks with their aliases (``[ceremony] rank``)."""
+    lines = ["Ranks: the cue sheet's [ceremony] rank, by name or alias, of its rite (its `rite`, "
+             "a file of ceremony/):"]
+    for name in ranks.rite_names(source):
+        rite = ranks.load(name, source)
+        lines.append(f"  rite = \"{name}\" ({rite.name}): {rite.listing()}")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
-    print("\n".join(listing(variants.load(source=data_source(args)))))
+    source = data_source(args)
+    print("\n".join([*listing(variants.load(source=source)), "", *rank_listing(source)]))
     return 0

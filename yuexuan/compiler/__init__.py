@@ -11,17 +11,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from yuexuan.compiler import roster
 from yuexuan.compiler.builder import MAX_TIMELINE_S, Builder, gong_voices, rank_facts, voice_offsets
 from yuexuan.compiler.calls import calls_cue
-from yuexuan.compiler.formulas import Tally, speech_cue
+from yuexuan.compiler.formulas import Tally, at_rank, shejie_title, speech_cue
 from yuexuan.compiler.logged import LoggedCalls, cue_round
 from yuexuan.compiler.music import music_cue
 from yuexuan.compiler.shooting import as_played, shejie_cue, shoot_cue, target_flights
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError, unknown_cue
-from yuexuan.rite import courtyard, cuesheet
+from yuexuan.rite import courtyard, cuesheet, tomlfile
 from yuexuan.rite import instruments as instruments_mod
 from yuexuan.rite import pieces as pieces_mod
+from yuexuan.rite import ranks as ranks_mod
 from yuexuan.rite import suspension as suspension_mod
 from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.cuesheet_hits import DEFAULT_ARROW_SPEED_M_S
@@ -29,6 +31,7 @@ from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 from yuexuan.rite.instruments import Instrument
 from yuexuan.rite.pieces import Piece
 from yuexuan.rite.suspension import Rank
+from yuexuan.scoring import shots as shots_mod
 from yuexuan.scoring.shots import Shots
 from yuexuan.timeline import Ceremony, Cue, Timeline
 from yuexuan.timeline import select as cut
@@ -68,7 +71,8 @@ class PiecesLookedUp(Mapping[str, Piece]):
 def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dict[str, Instrument],
                   ranks: dict[str, Rank], vdefs: dict[str, Any],
                   select: list[str] | None = None, shots: Shots | None = None, compact: bool = False,
-                  yard: courtyard.Courtyard | None = None) -> tuple[Timeline, list[str]]:
+                  yard: courtyard.Courtyard | None = None,
+                  rite: ranks_mod.Rite | None = None) -> tuple[Timeline, list[str]]:
     """Compile a parsed cue sheet. Returns (Timeline, warnings).
 
     The whole ceremony is compiled, its cues one after another with the sheet's gap. ``select``:
@@ -77,37 +81,59 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     the ceremony's unless ``compact`` closes them to the gap. ``shots``: a shot log
     (:class:`yuexuan.scoring.shots.Shots`, times in seconds of the whole ceremony) whose arrows
     make the calls of the rounds it covers (compiler/logged.py). ``yard``: the courtyard
-    (:func:`yuexuan.rite.courtyard.load`) whose 侯道 give each 侯's arrow flight (the timeline's
-    ``targets``); None: no ``targets``. The warnings are the whole ceremony's.
+    (:func:`yuexuan.rite.courtyard.load`; default: the packaged one) whose 侯道 place the 侯;
+    ``rite``: the rite file (:func:`yuexuan.rite.ranks.load`; default: the packaged one the sheet
+    names). The warnings are the whole ceremony's.
     """
-    # the variants' generic effects (yuexuan/rite/variants.py): roster ranks, cues set or left out,
-    # instrument facts
-    sheet = replace(sheet, pairs=variants_mod.apply_to_pairs(vdefs, sheet.variants, sheet.pairs))
+    rite = rite or ranks_mod.load(sheet.rite)
+    rr = ranks_mod.rank_rite(rite, sheet.rank, vdefs, sheet.variants)
+    if rr.refused:
+        raise UserError(rr.refused, file=sheet.file, key="ceremony.rank")
+    yard = yard or courtyard.load(houdao=sheet.variants.get("houdao"))
+    # the rank's roster (a pair's ranks, the host, the variants' roster ranks, the first 耦's count)
+    pairs, warnings = roster.rank_pairs(sheet, rite, rr, vdefs)
+    sheet = replace(sheet, pairs=pairs)
+    # the variants' generic effects (yuexuan/rite/variants.py): instrument facts, cues set or left out
     insts, narrowed = variants_mod.apply_to_instruments(vdefs, sheet.variants, insts)
+    places = roster.hou_places(rite, rr, yard)
+    insts = roster.with_callers(insts, rite, rr, places)
+    record = roster.record(rite, rr, pairs, places, yard.bu_m, vdefs, sheet.variants)
+    if shots is not None:
+        shots = shots_mod.for_rite(shots, record.ranks, record.hou_names)
+    unknown = sheet.hits_midi.for_hou(record.hou_names)[1] if sheet.hits_midi is not None else []
+    if unknown:
+        raise UserError(unknown[0], file=sheet.file, key="hits_midi.notes",
+                        line=tomlfile.line_of(sheet.text, "notes"))
+    if record.inference:
+        warnings.append(f"the {rite.name} of a {rr.rank} is INFERENCE: {record.inference}")
     dropped = variants_mod.dropped_cues(vdefs, sheet.variants)
     # O50: the 诗谱's notes as the chosen witness reads them (the pieces' [[reading]] rows)
     reading = variants_mod.effect(vdefs, sheet.variants, "shipu_reading")["reading"]
     pieces = pieces_mod.read_by(pieces, reading)
-    rank = ranks[sheet.rank]
+    rank = ranks[rr.suspension]
     # a 射节 cue takes the id and caption of the piece it plays; the sheet's id is its alias
     played = [as_played(variants_mod.apply_to_cue(vdefs, sheet.variants, c), rank)
               for c in sheet.cues if c.id not in dropped]
+    # the rank's own: the music it lacks left out, its formulas said, a cue on the log's condition
+    played = [(at, alias) for spec, alias in played
+              if (at := at_rank(spec, rr, sheet.rank, shejie_title(sheet.cues, rank), shots)) is not None]
     specs = [spec for spec, _ in played]
-    sheet_ids = [c.id for c in sheet.cues if c.id not in dropped]
+    sheet_ids = [alias or spec.id for spec, alias in played]
     known = [c.id for c in specs] + [a for _, a in played if a]
     for cid in select or ():               # before compiling: the cue sheet's refusal
         if cid not in known:
             raise unknown_cue(cid, known, key="--cues", file=sheet.file)
     voices = gong_voices(vdefs, sheet.variants, sheet.rank)
     b = Builder(sheet, insts, rank, variants_mod.effect(vdefs, sheet.variants, "jiangu_bei")["struck"],
-                voice_offsets(voices, insts))
-    log = LoggedCalls(shots, vdefs, sheet.variants) if shots is not None else None
+                voice_offsets(voices, insts), rite=record)
+    b.warnings.extend(warnings)
+    log = LoggedCalls(shots, record) if shots is not None else None
     if log is not None:
         b.logged_rounds = log.rounds
     b.narrowed = narrowed
-    tally = Tally(sheet, specs, vdefs, shots)
+    tally = Tally(sheet, specs, record, shots)
     cues, t = [], 0.0
-    places = instruments_mod.cue_places(insts, [c.id for c in sheet.cues], sheet.variants, vdefs)
+    places_of = instruments_mod.cue_places(insts, [c.id for c in sheet.cues], sheet.variants, vdefs)
     for n, (spec, alias) in enumerate(played):
         if n:
             t += sheet.gap_seconds
@@ -122,7 +148,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
         elif spec.kind == "speech":
             placed = speech_cue(b, spec, t, tally)
         else:
-            placed = shejie_cue(b, spec, t, sounded, ranks, vdefs)
+            placed = shejie_cue(b, spec, t, sounded, vdefs)
         if log is not None and spec.kind in SHOOTING_KINDS:
             log.sound(b, spec, t, placed.end)
         names = {x.instrument for x in b.notes[first_note:]}
@@ -134,7 +160,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
                         spec.kind, spec.starts_when, spec.ends_when, spec.open_ended, spec.performers,
                         spec.gloss, tuple(placed.phrases), placed.beat_s,
                         starts_when_en=spec.starts_when_en, ends_when_en=spec.ends_when_en,
-                        later_source=sounded.later_source(), places=places[sheet_ids[n]],
+                        later_source=sounded.later_source(), places=places_of[sheet_ids[n]],
                         round=cue_round(spec), aliases=(alias,) if alias else ()))
         t = placed.end
         if t > MAX_TIMELINE_S:
@@ -153,7 +179,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     for name, rows in instruments_mod.place_summary({c.id: c.places for c in cues}).items():
         facts[name]["places"] = rows          # the drawing's key to where they go (docs/timeline.md)
     speed = sheet.hits_midi.arrow_speed_m_s if sheet.hits_midi is not None else DEFAULT_ARROW_SPEED_M_S
-    whole = Timeline(ceremony, tuple(cues), notes, beats, facts, target_flights(yard, speed))
+    whole = Timeline(ceremony, tuple(cues), notes, beats, facts, target_flights(record, speed), rite=record)
     return cut(whole, select, file=sheet.file, compact=compact), b.warnings
 
 
@@ -165,10 +191,11 @@ def compile_path(path: str | Path, cues: list[str] | None = None, source: DataSo
     insts = instruments_mod.load_all(source)
     pieces = pieces_mod.load_all(source)
     vdefs = variants_mod.load(source=source)
-    sheet = cuesheet.parse(path, pieces, insts, vdefs)
-    yard = courtyard.load(source=source, houdao=sheet.variants.get("houdao"))
+    sheet = cuesheet.parse(path, pieces, insts, vdefs, lambda name: ranks_mod.load(name, source))
+    rite = ranks_mod.load(sheet.rite, source)
+    yard = courtyard.load(source.path("ceremony", rite.courtyard), houdao=sheet.variants.get("houdao"))
     return compile_sheet(sheet, pieces, insts, suspension_mod.load(source=source), vdefs, cues, shots,
-                         compact, yard)
+                         compact, yard, rite)
 
 
 def compile_file(path: str | Path, cues: list[str] | None = None, source: DataSource = DataSource(),

@@ -16,6 +16,7 @@ from yuexuan.rite.instruments import Instrument
 from yuexuan.rite.suspension import Rank
 from yuexuan.rite.tuning import Pitch, hz_to_midi
 from yuexuan.timeline import Beat, Note
+from yuexuan.timeline_rite import Rite as RiteRecord
 
 INTRO_STEP_S = 0.6        # spacing of the opening strokes (鼗, 朔鼙, 应鼙) of a music cue
 INTRO_TAIL_S = 0.6        # from the last opening stroke to the first note
@@ -62,6 +63,7 @@ class Builder:
     logged_rounds: frozenset[int] = frozenset()   # rounds a shot log (--shots) covers: compiler/logged.py
     # instruments a variant narrowed (O11, O12): :func:`nearest_in_set`
     narrowed: frozenset[str] = frozenset()
+    rite: RiteRecord | None = None   # the rite at this rank: its 侯, host, roster (compiler/roster.py)
 
     def strings_decide(self, round_: int) -> bool:
         """Whether the cue sheet's ``hits`` strings make the calls of ``round_`` (no shot log

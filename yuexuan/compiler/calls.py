@@ -1,9 +1,11 @@
 """The calls of the shooting: the 获者's 获 after a hit, the 负侯者's 诺 (去侯 and 取矢), the
-大射正's 留 / 扬 / 方 on the 公's missed arrows.
+host's officer's (the 大射正's) 留 / 扬 / 方 on the host's missed arrows.
 
-Each 侯 has its own 获者 at its own 乏 (instruments/获者·大侯.toml, 获者·参, 获者·干: 「各去其侯西十北十」,
-one 乏 per 侯), and a hit is called by the 获者 of the 侯 it struck; the 负侯者 are one body per 侯
-too (负侯者·…), and a call whose ``who`` is the group 负侯者 sounds all three (「负侯皆许诺」)."""
+Each 侯 of the rite has its own 获者 at its own 乏 (the body 获者·<侯> the compiler makes from
+instruments/获者.toml: 「各去其侯西十北十」, one 乏 per 侯), and a hit is called by the 获者 of the
+侯 it struck; the 负侯者 are one body per 侯 too (负侯者·…), and a call whose ``who`` is the group
+负侯者 sounds them all (「负侯皆许诺」). Which 侯 a pair shoots and who the host is: the timeline's
+``rite`` (compiler/roster.py)."""
 
 from __future__ import annotations
 
@@ -16,11 +18,7 @@ from yuexuan.rite.cuesheet_records import CueSpec, Pair
 from yuexuan.rite.cuesheet_roster import miss_place
 from yuexuan.rite.instruments import members
 from yuexuan.rite.tuning import parse_pitch, wusheng
-from yuexuan.rite.vocabulary import ARCHER_RANKS, TARGETS, ZHENG_CALLS
-from yuexuan.scoring.tally import OWN_HOU
-
-#: the 获者 of each 侯 is the instrument ``获者·<侯>`` (:func:`huo_caller`)
-HUO_GROUP = "获者"
+from yuexuan.rite.vocabulary import ZHENG_CALLS
 
 #: the 大射正 speaks once the 公's arrow has come down: 「以矢行告于公」 [001]. INFERENCE: the 物 to
 #: the 大侯 is about 129 m (ceremony/courtyard.toml), some 2.3 s of flight at about 55 m/s (OUTSIDE).
@@ -29,21 +27,17 @@ ZHENG_LEN_S = 0.7         # one spoken syllable, s
 ZHENG_VELOCITY = 90
 
 
-def huo_caller(hou: str) -> str:
-    """The instrument name of the 获者 at the 乏 of ``hou`` (大侯, 参 or 干)."""
-    return f"{HUO_GROUP}·{hou}"
-
-
-def pair_hou(pair: Pair) -> str:
+def pair_hou(b: Builder, pair: Pair) -> str:
     """The 侯 ``pair`` shoots: its senior archer's (「公射大侯，大夫射参，士射干」; 「卑者与尊者为耦，
-    不异侯」), by :data:`yuexuan.scoring.tally.OWN_HOU`, the checker's table."""
-    senior = min(ARCHER_RANKS.index(pair.upper.rank), ARCHER_RANKS.index(pair.lower.rank))
-    return TARGETS[int(OWN_HOU[senior])]
+    不异侯」), by the rite's table, the checker's (the timeline's ``rite``)."""
+    assert b.rite is not None
+    return b.rite.pair_hou(pair.upper.rank, pair.lower.rank)
 
 
 def huo_calls(b: Builder, spec: CueSpec, t_arrow: float, hou: str) -> None:
     """The two calls of the 获者 of ``hou`` after a hit on it: 举旌以宫 (loud), 偃旌以商 (soft)."""
-    caller = b.insts.get(huo_caller(hou))
+    assert b.rite is not None
+    caller = b.insts.get(next(h.huozhe for h in b.rite.hou if h.name == hou))
     if caller is None or not b.available(caller):
         return
     ws = wusheng(b.sheet.gong.lv)
@@ -52,12 +46,16 @@ def huo_calls(b: Builder, spec: CueSpec, t_arrow: float, hou: str) -> None:
 
 
 def zheng_calls(b: Builder, spec: CueSpec, t_arrow: float, where: str) -> None:
-    """The 大射正's spoken call on a 公's arrow that missed, :data:`ZHENG_DELAY_S` after it was
-    loosed at ``t_arrow`` s: ``where`` 留 (low or short), 扬 (high, over), 方 (left or right) —
-    「下曰留，上曰扬，左右曰方」 [001]; 注 「若不中，使君当知而改其度」 [000]."""
+    """The spoken call on a host's arrow that missed, by the officer the rite names (the 大射正),
+    :data:`ZHENG_DELAY_S` after it was loosed at ``t_arrow`` s: ``where`` 留 (low or short), 扬
+    (high, over), 方 (left or right) — 「下曰留，上曰扬，左右曰方」 [001]; 注 「若不中，使君当知而改其度」
+    [000]. None where the rite has no such officer."""
     if where not in ZHENG_CALLS:
-        raise ValueError(f"the 大射正 calls one of {ZHENG_CALLS}, not {where!r}")
-    caller = b.insts.get("大射正")
+        raise ValueError(f"the calls on a miss are {ZHENG_CALLS}, not {where!r}")
+    host = b.rite.host if b.rite is not None else None
+    if host is None or host.misses_called_by is None:
+        return
+    caller = b.insts.get(host.misses_called_by)
     if caller is None or not b.available(caller):
         return
     b.note(spec, t_arrow + ZHENG_DELAY_S, ZHENG_LEN_S, caller, None, ZHENG_VELOCITY, lyric=where,
@@ -67,20 +65,22 @@ def zheng_calls(b: Builder, spec: CueSpec, t_arrow: float, where: str) -> None:
 def arrow_calls(b: Builder, spec: CueSpec, pair: Pair, round_: int, k: int, t_arrow: float) -> None:
     """The calls that follow the k-th arrow (0-based, shooting order) of ``pair`` in ``round_``,
     loosed at ``t_arrow`` s, by the cue sheet's ``hits`` marks: on a hit the 获者's of the pair's
-    侯 (:func:`pair_hou`), on a miss of the 公 whose place is marked the 大射正's (a ``.`` miss of
-    the 公 gets a warning, no call)."""
+    侯 (:func:`pair_hou`), on a miss of the host whose place is marked his officer's (a ``.`` miss
+    of the host gets a warning, no call)."""
     if pair.hit(round_, k):
-        huo_calls(b, spec, t_arrow, pair_hou(pair))
+        huo_calls(b, spec, t_arrow, pair_hou(b, pair))
         return
     _, archer = pair.shooter(k)
-    if archer.rank != "公":
+    host = b.rite.host if b.rite is not None else None
+    if not archer.host or host is None or host.misses_called_by is None:
         return
     where = miss_place(pair, round_, k)
     if where is not None:
         zheng_calls(b, spec, t_arrow, where)
     elif round_ <= len(pair.hits) and k < len(pair.hits[round_ - 1]):
-        b.warnings.append(f"{b.sheet.file}: pair {pair.id!r} round {round_} arrow {k + 1}: the 公's miss "
-                          "has no place (留, 扬 or 方), so the 大射正 does not call it")
+        b.warnings.append(f"{b.sheet.file}: pair {pair.id!r} round {round_} arrow {k + 1}: the "
+                          f"{archer.rank}'s miss has no place (留, 扬 or 方), so the "
+                          f"{host.misses_called_by} does not call it")
 
 
 def calls_cue(b: Builder, spec: CueSpec, t0: float, vdefs: dict[str, Any]) -> Placed:

@@ -1,6 +1,11 @@
 """The officers' spoken formulas (``speech`` cues): one spoken note per syllable with its ``lyric``,
 and the 释获者's count at the 数获, the same count ``check`` computes for that round.
 
+A formula may name what the rank gives (:func:`at_rank`): ``{射节}`` the piece the rank shoots to,
+``{NAME}`` the rank's formula NAME (ceremony/<rite>.toml ``formulas``, e.g. the 司射's 誓); a cue
+naming one the rank has not is left out, as is a cue of a piece the rank lacks (``lacks``) and a
+cue ``when = "矢不备"`` unless the shot log leaves an arrow of its round unrecovered.
+
 The count of a round comes from the shot log (``--shots LOG``) when the log has rows of that round,
 judged by :func:`yuexuan.scoring.tally.evaluate_shots` against the 射节 strokes compiled so far with
 the settings ``check`` uses (:func:`yuexuan.scoring.rules.settings_for`); else from the cue sheet's
@@ -11,7 +16,7 @@ the settings ``check`` uses (:func:`yuexuan.scoring.rules.settings_for`); else f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,19 +25,22 @@ from yuexuan.compiler.builder import Builder, Placed
 from yuexuan.compiler.logged import cue_round
 from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS, CueSheet, CueSpec
-from yuexuan.rite.cuesheet_speech import slots
-from yuexuan.rite.vocabulary import ARCHER_RANKS, ROLES
+from yuexuan.rite.cuesheet_speech import PLACEHOLDER, SHEJIE_PIECE, slots
+from yuexuan.rite.ranks import RankRite
+from yuexuan.rite.suspension import Rank
+from yuexuan.rite.vocabulary import ROLES
 from yuexuan.scoring import rules, tally
-from yuexuan.scoring.shots import Shots
+from yuexuan.scoring.shots import LOST, Shots
+from yuexuan.timeline_rite import Rite as RiteRecord
 
 
 class Tally:
     """The 释获者's count of each counted round, from the log or the cue sheet's ``hits``."""
 
-    def __init__(self, sheet: CueSheet, specs: Sequence[CueSpec], vdefs: dict[str, Any],
+    def __init__(self, sheet: CueSheet, specs: Sequence[CueSpec], rite: RiteRecord,
                  shots: Shots | None = None) -> None:
-        self.sheet, self.specs, self.shots = sheet, specs, shots
-        self.settings = rules.settings_for(sheet.variants, vdefs)
+        self.sheet, self.specs, self.shots, self.rite = sheet, specs, shots, rite
+        self.settings = rules.settings_for(rite)
 
     def words(self, b: Builder, round_: int) -> str:
         """The announcement of ``round_`` (「右贤于左…纯…奇」 or 「左右钧」)."""
@@ -54,11 +62,12 @@ class Tally:
             for n, pair in enumerate(self.sheet.pair_selection(spec.pairs)):
                 for k in range(8):
                     role, archer = pair.shooter(k)
-                    rows.append((ARCHER_RANKS.index(archer.rank), ROLES.index(role), pair.hit(round_, k), n))
+                    rows.append((self.rite.ranks.index(archer.rank), ROLES.index(role), pair.hit(round_, k),
+                                 n))
         a = np.array(rows, dtype=np.int64).reshape(-1, 4)
         ranks, roles, hits, pairs = a[:, 0], a[:, 1], a[:, 2].astype(bool), a[:, 3]
         rnd = np.full(len(a), round_, dtype=np.int8)
-        must = tally.hou_of_pairs(ranks, pairs)
+        must = tally.hou_of_pairs(ranks, pairs, self.settings.own_hou)
         result = np.where(hits, tally.GUAN, tally.BU_ZHONG)
         released, reason = tally.decide(rnd, ranks, must, result, must, np.ones(len(a), dtype=bool),
                                         self.settings)
@@ -73,7 +82,7 @@ def speech_cue(b: Builder, spec: CueSpec, t0: float, tally: Tally) -> Placed:
     of a slot of ``syllable_seconds`` per syllable (a pause at punctuation is one slot); a count is fitted
     into its window ``seconds`` (its syllables closer together when they would overrun it) and
     named in the cue's ``piece`` (「数获：…」), which the captions show."""
-    end, starts, counted = t0, [], []
+    end, starts, counted = t0, list[float](), list[str]()
     for u in spec.speech:
         inst = b.insts[u.who]
         words = tally.words(b, u.tally) if u.tally is not None else u.words
@@ -86,7 +95,7 @@ def speech_cue(b: Builder, spec: CueSpec, t0: float, tally: Tally) -> Placed:
         if not b.available(inst):
             raise UserError(f"cue {spec.id!r}: {u.who} is not there at a {b.sheet.rank}'s rite",
                             file=b.sheet.file, line=spec.line, key="speech")
-        t = t0 + u.at
+        t = t0 + u.at if u.at is not None else (end + step if starts else t0)   # no `at`: after the last
         starts.append(t)
         for s in prosody.utterance(said, step):
             b.note(spec, t + s.onset_s, s.duration_s, inst, None, u.velocity, lyric=s.syllable, key="speech",
@@ -95,3 +104,38 @@ def speech_cue(b: Builder, spec: CueSpec, t0: float, tally: Tally) -> Placed:
     # a count is named with the cue's piece, so the captions say it: 「数获：右贤于左二纯」
     piece = f"{spec.piece}：{'；'.join(counted)}" if counted and spec.piece else None
     return Placed(end, sorted(starts), spec.speech[0].syllable_seconds, piece=piece)
+
+
+def shejie_title(cues: Sequence[CueSpec], rank: Rank) -> str:
+    """The piece the rank shoots to: a 射节 cue's own piece where the sheet names one, else the
+    rank's (ceremony/suspension.toml, 礼记·射义)."""
+    return next((c.piece for c in cues if c.kind == "shejie" and c.piece), rank.shejie_piece)
+
+
+def at_rank(spec: CueSpec, rr: RankRite, rank: str, shejie: str, shots: Shots | None) -> CueSpec | None:
+    """``spec`` as the rank's rite has it, or None where it is left out: a cue of a piece the rank
+    lacks; a cue ``when = "矢不备"`` unless ``shots`` has a lost arrow (失) of its round; a speech
+    cue naming a formula the rank has not. A speech cue's ``{射节}`` and ``{NAME}`` are filled
+    in, the formula's source added to the cue's; a cue whose ``wording_of`` is another rank's is
+    marked INFERENCE."""
+    if spec.piece is not None and spec.piece in rr.lacks:
+        return None
+    if spec.when is not None:
+        lost = shots is not None and bool(((shots.round == spec.round) & (shots.result == LOST)).any())
+        if not lost:
+            return None
+    source = spec.source
+    if spec.speech:
+        said, added = [], []
+        for u in spec.speech:
+            names = PLACEHOLDER.findall(u.words)
+            if any(n != SHEJIE_PIECE and n not in rr.formulas for n in names):
+                return None
+            added += [rr.formulas[n].source for n in names if n != SHEJIE_PIECE]
+            said.append(replace(u, words=PLACEHOLDER.sub(
+                lambda m: shejie if m.group(1) == SHEJIE_PIECE else rr.formulas[m.group(1)].words, u.words)))
+        source = "; ".join([source, *dict.fromkeys(added)])
+        spec = replace(spec, speech=tuple(said))
+    if spec.wording_of is not None and spec.wording_of != rank:
+        source += (f"; INFERENCE: the words of the {spec.wording_of}'s rite, said at a {rank}'s")
+    return replace(spec, source=source) if source != spec.source else spec

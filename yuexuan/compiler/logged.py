@@ -15,18 +15,17 @@ the 释获者 who holds back the 算. Which hits the 获者 calls is the checker
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from yuexuan.compiler.builder import Builder
 from yuexuan.compiler.calls import huo_calls, zheng_calls
-from yuexuan.rite import variants as variants_mod
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS, CueSpec
-from yuexuan.rite.vocabulary import RESULTS, TARGETS, ZHENG_CALLS
-from yuexuan.scoring import tally
+from yuexuan.rite.vocabulary import RESULTS, ZHENG_CALLS
+from yuexuan.scoring import rules, tally
 from yuexuan.scoring.shots import Shots
 from yuexuan.timeline import Cue
+from yuexuan.timeline_rite import Rite
 
 #: the log's result codes the 大射正 calls (:data:`~yuexuan.rite.vocabulary.ZHENG_CALLS`)
 _ZHENG_CODES = np.array([RESULTS.index(w) for w in ZHENG_CALLS])
@@ -43,12 +42,12 @@ def cue_round(spec: CueSpec) -> int | None:
 class LoggedCalls:
     """The calls of one shot log, sounded cue by cue while compiling; remembers the rows used."""
 
-    def __init__(self, shots: Shots, vdefs: dict[str, Any], chosen: dict[str, str]) -> None:
-        self.shots = shots
-        counted = variants_mod.effect(vdefs, chosen, "gong_outside_hu")["counted"]      # O21
-        settings = tally.Settings(gong_outside_hu=counted)
+    def __init__(self, shots: Shots, rite: Rite) -> None:
+        """``shots`` coded in ``rite``'s order (:func:`yuexuan.scoring.shots.for_rite`)."""
+        self.shots, self.rite = shots, rite
+        settings = rules.settings_for(rite)          # O21 as the rite's host has it
         self.huo = tally.huo_called(shots.rank, shots.target, shots.result, shots.pair, settings)
-        self.zheng = (shots.rank == tally.GONG) & np.isin(shots.result, _ZHENG_CODES)
+        self.zheng = (shots.rank == settings.host) & np.isin(shots.result, _ZHENG_CODES)
         self.used = np.zeros(len(shots), dtype=bool)
 
     @property
@@ -69,7 +68,7 @@ class LoggedCalls:
         """The calls of row ``i`` (none for a row nobody calls), as notes of ``spec``."""
         s = self.shots
         if self.huo[i]:
-            huo_calls(b, spec, float(s.time[i]), TARGETS[s.target[i]])
+            huo_calls(b, spec, float(s.time[i]), self.rite.hou_names[s.target[i]])
         elif self.zheng[i]:
             zheng_calls(b, spec, float(s.time[i]), RESULTS[s.result[i]])
 

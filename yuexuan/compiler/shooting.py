@@ -12,11 +12,11 @@ from yuexuan.compiler.music import cue_sides
 from yuexuan.compiler.shejie_pattern import jie_plan
 from yuexuan.errors import UserError
 from yuexuan.rite import variants as variants_mod
-from yuexuan.rite.courtyard import Courtyard
 from yuexuan.rite.cuesheet_records import CAPTION_KEYS, CueSpec
 from yuexuan.rite.pieces import Piece
 from yuexuan.rite.suspension import Rank
 from yuexuan.timeline import Beat
+from yuexuan.timeline_rite import Rite as RiteRecord
 
 
 def shoot_cue(b: Builder, spec: CueSpec, t0: float) -> Placed:
@@ -35,14 +35,14 @@ def shoot_cue(b: Builder, spec: CueSpec, t0: float) -> Placed:
     return Placed(t, phrases, spec.arrow_seconds)
 
 
-def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece], ranks: dict[str, Rank],
+def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece],
                vdefs: dict[str, Any]) -> Placed:
     """The 射节 of round 3: each 节 the strokes of the chosen pattern (O33, compiler/shejie_pattern.py);
     the beat is one syllable of the sung line, the 节's length / syllables_per_jie. The cue's
     ``calls`` (the re-posting of the 负侯) sound as the 公's pair's turn begins, unless that pair is
     the cue's first (O17 公乐作: a calls cue comes before it)."""
     sheet, sj = b.sheet, b.sheet.shejie
-    n_jie = ranks[sheet.rank].shejie_jie
+    n_jie = b.rank.shejie_jie
     shoot_jie = variants_mod.effect(vdefs, sheet.variants, "shejie")["shoot_jie"]
     heard = sj.heard_jie if sj.heard_jie is not None else n_jie - shoot_jie
     # a pair's turn is its heard 节 then its shooting 节, within the rank's N 节; heard_jie may make
@@ -52,7 +52,7 @@ def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece]
                         f"{shoot_jie} shooting 节", file=sheet.file,
                         key="shejie.heard_jie" if sj.heard_jie is not None else "variants.shejie")
     per_pair = heard + shoot_jie
-    title, rank_source = shejie_piece(b, spec, ranks[sheet.rank], pieces)
+    title, rank_source = shejie_piece(b, spec, b.rank, pieces)
     piece = pieces[title]
     tune = piece.notes()
     sides = cue_sides(spec, sheet, vdefs)
@@ -79,9 +79,9 @@ def shejie_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece]
     rnd = spec.round or 3
     phrases, g, syl = [], 0, 0
     for pair in pairs:
-        if pair.lower.rank == "公" and g:
-            # the 负侯 posted again for the 公 while the music goes on (O17 连奏; 「其他如初仪」 [001]);
-            # under 公乐作 the 公's pair begins a 射节 cue of its own, after a calls cue
+        if pair.lower.host and g:
+            # the 负侯 posted again for the host while the music goes on (O17 连奏; 「其他如初仪」 [001]);
+            # under 公乐作 the host's pair begins a 射节 cue of its own, after a calls cue
             sound_calls(b, spec, t0 + g * J, vdefs)
         for j in range(1, per_pair + 1):
             jt = t0 + g * J
@@ -147,15 +147,9 @@ def shejie_piece(b: Builder, spec: CueSpec, rank: Rank, pieces: Mapping[str, Pie
     return spec.piece, ""
 
 
-def target_flights(yard: Courtyard | None, arrow_speed_m_s: float) -> dict[str, dict[str, float]]:
-    """侯 → the timeline's ``targets`` entry: its 侯道 (``distance_bu`` 貍步 × ``bu_m``, metres,
-    from ceremony/courtyard.toml), the arrow's mean speed (the cue sheet's ``[hits_midi]``
-    ``arrow_speed_m_s``, INFERENCE) and the flight, seconds. ``yard`` None: {} (no courtyard)."""
-    if yard is None:
-        return {}
-    out = {}
-    for t in yard.targets:
-        distance_m = t.distance_bu * yard.bu_m
-        out[t.name] = {"distance_m": round(distance_m, 6), "arrow_speed_m_s": arrow_speed_m_s,
-                       "flight_s": round(distance_m / arrow_speed_m_s, 6)}
-    return out
+def target_flights(rite: RiteRecord, arrow_speed_m_s: float) -> dict[str, dict[str, float]]:
+    """侯 → the timeline's ``targets`` entry: its 侯道 in metres (the rite's ``distance_bu`` 步 ×
+    the courtyard's ``bu_m``), the arrow's mean speed (the cue sheet's ``[hits_midi]``
+    ``arrow_speed_m_s``, INFERENCE) and the flight, seconds."""
+    return {h.name: {"distance_m": h.distance_m, "arrow_speed_m_s": arrow_speed_m_s,
+                     "flight_s": round(h.distance_m / arrow_speed_m_s, 6)} for h in rite.hou}

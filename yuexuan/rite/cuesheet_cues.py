@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from yuexuan.rite.cuesheet_records import (
     CAPTION_KEYS,
+    CONDITIONS,
     CUE_KINDS,
     MAX_CUES,
     SHOOTING_KINDS,
@@ -27,7 +28,7 @@ CUE_KEYS = {"id", "piece", "action", "kind", "performers", "starts_when", "ends_
             "ends_when_en", "source", "gloss",
             "xian", "melody", "jie", "intro", "open_ended", "default_seconds", "zhong", "sanzhong",
             "accompaniment", "calls", "round", "pairs", "arrow_seconds", "pair_seconds", "reconstruction",
-            "syllable_seconds", "note_seconds", "by_piece", "speech"}
+            "syllable_seconds", "note_seconds", "by_piece", "speech", "when", "wording_of"}
 BY_PIECE_KEYS = {"id", *CAPTION_KEYS}
 CALL_KEYS = {"who", "sheng", "word", "at", "seconds", "velocity", "plain"}
 XIAN_SIDES = ("东", "西", "北", "南", "堂上")
@@ -129,7 +130,16 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
         pair_seconds=seconds(cf, "pair_seconds", 8.0),
         reconstruction=cf.get("reconstruction", bool, None),
         syllable_seconds=seconds(cf, "syllable_seconds", None, lo=0.05),
-        note_seconds=seconds(cf, "note_seconds", None, lo=0.05), by_piece=by_piece(cf, kind, known))
+        note_seconds=seconds(cf, "note_seconds", None, lo=0.05), by_piece=by_piece(cf, kind, known),
+        when=_when(cf), wording_of=cf.get("wording_of", str, None))
+
+
+def _when(cf: Fields) -> str | None:
+    """``when``: the shot log's condition a cue sounds on (with the ``round`` it concerns)."""
+    when = cf.get("when", str, None, choices=CONDITIONS)
+    if when is not None and not cf.has("round"):
+        raise cf.error("when", f"when = {when!r} needs the cue's `round` (whose arrows are counted)")
+    return when
 
 
 def _instrument_names(cf: Fields, key: str, instruments: dict[str, Instrument]) -> tuple[str, ...]:
@@ -149,15 +159,21 @@ def _xian(cf: Fields, vdefs: dict[str, Any]) -> tuple[tuple[str, ...] | None, tu
     if isinstance(cf.data["xian"], dict):
         xf = cf.table("xian")
         xf.unknown({"variant", "for"})
-        by_seat = tuple(k for k, v in vdefs.items()
-                        if any(isinstance(o, dict) and "宾" in o for o in v["options"].values()))
-        key = xf.get("variant", str, choices=by_seat)
-        return None, (key, xf.get("for", str, choices=("宾", "公")))
+        by_seat = {k: _seats(v) for k, v in vdefs.items() if _seats(v)}
+        key = xf.get("variant", str, choices=tuple(by_seat))
+        return None, (key, xf.get("for", str, choices=by_seat[key]))
     sides = cf.strings("xian")
     for s in sides:
         if s not in XIAN_SIDES:
             raise cf.error("xian", f"unknown 县 {s!r}; expected 东, 西, 北, 南 or 堂上")
     return sides, None
+
+
+def _seats(vdef: dict[str, Any]) -> tuple[str, ...]:
+    """The seats a 县 variant's options give sides for (宾, 公 in O1: an option's keys whose values
+    are lists of 县 sides); () for a variant of another kind."""
+    first: dict[str, Any] = next(iter(vdef["options"].values()), {})
+    return tuple(k for k, v in first.items() if isinstance(v, list) and v and set(v) <= set(XIAN_SIDES))
 
 
 def calls(cf: Fields, instruments: dict[str, Instrument]) -> tuple[Call, ...]:

@@ -5,7 +5,8 @@ E-drum trigger modules send a note when a pad is struck; with a pad on each 侯,
 
 ```toml
 [hits_midi]
-notes = { 36 = "大侯", 38 = "参", 40 = "干" }   # MIDI note (0–127) → the 侯 it reports
+notes = { 36 = 1, 38 = 2, 40 = 3 }   # MIDI note (0–127) → the 侯 it reports: its name, or its
+                                     # place in the rite's 侯 (1 = the first, the farthest)
 channel = 10                                    # optional: only this channel (1–16); default any
 arrow_speed_m_s = 60.0                          # optional: the arrow's mean speed over the 侯道
 ```
@@ -16,13 +17,12 @@ line and key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from yuexuan.errors import UserError
 from yuexuan.rite import tomlfile
 from yuexuan.rite.tomlfile import Fields
-from yuexuan.rite.vocabulary import TARGETS
 
 HITS_KEYS = {"notes", "channel", "arrow_speed_m_s"}
 # INFERENCE: no measured speed of a Zhou bow's arrow is known. Traditional (non-compound) bows of
@@ -36,9 +36,23 @@ DEFAULT_ARROW_SPEED_M_S = 60.0
 class HitsMidi:
     """A hit sensor's map: MIDI note → 侯, the channel it listens on, the arrow's speed."""
 
-    notes: dict[int, str]             # int note 0..127 → 侯 name (大侯 | 参 | 干)
+    notes: dict[int, str]             # int note 0..127 → 侯 name
     channel: int | None = None        # 0-based MIDI channel; None = any
     arrow_speed_m_s: float = DEFAULT_ARROW_SPEED_M_S
+    places: dict[int, int] = field(default_factory=dict)   # note → the 侯's place (1-based) in the rite's
+
+    def for_hou(self, hou: tuple[str, ...]) -> tuple[HitsMidi, list[str]]:
+        """(the map with every note naming one of ``hou``, the rite's 侯 in order, by name; the
+        notes naming none of them, left out, each a line saying so). A place beyond the rite's 侯 is
+        left out silently: a pad on a 侯 this rank does not set up."""
+        named = {note: hou[k - 1] for note, k in self.places.items() if k <= len(hou)}
+        warnings = []
+        for note, target in self.notes.items():
+            if target in hou:
+                named[note] = target
+            else:
+                warnings.append(f"note {note}: unknown 侯 {target!r} (this rite's: {', '.join(hou)})")
+        return HitsMidi(dict(sorted(named.items())), self.channel, self.arrow_speed_m_s), warnings
 
 
 def hits_midi(f: Fields) -> HitsMidi | None:
@@ -47,7 +61,8 @@ def hits_midi(f: Fields) -> HitsMidi | None:
         return None
     f.unknown(HITS_KEYS)
     raw = f.get("notes", dict)
-    notes = {}
+    notes: dict[int, str] = {}
+    places: dict[int, int] = {}
     for key, target in raw.items():
         try:
             note = int(key.strip())
@@ -55,17 +70,21 @@ def hits_midi(f: Fields) -> HitsMidi | None:
             note = -1
         if not 0 <= note <= 127:
             raise f.error("notes", f"key {key!r}: expected a MIDI note number 0–127")
-        if not isinstance(target, str) or target not in TARGETS:
-            raise f.error("notes", f"note {note}: unknown 侯 {target!r}; expected one of: "
-                                   f"{', '.join(TARGETS)}")
-        if note in notes:
+        if not (isinstance(target, str) and target.strip()) and \
+                not (isinstance(target, int) and not isinstance(target, bool) and target >= 1):
+            raise f.error("notes", f"note {note}: {target!r}: expected a 侯's name or its place in the "
+                                   "rite's 侯 (1 = the first)")
+        if note in notes or note in places:
             raise f.error("notes", f"note {note} is given twice")
-        notes[note] = target
-    if not notes:
-        raise f.error("notes", "expected at least one note, e.g. { 36 = \"大侯\" }")
+        if isinstance(target, int):
+            places[note] = target
+        else:
+            notes[note] = target
+    if not notes and not places:
+        raise f.error("notes", "expected at least one note, e.g. { 36 = 1 }")
     channel = f.get("channel", int, None, lo=1, hi=16)
     speed = f.get("arrow_speed_m_s", float, DEFAULT_ARROW_SPEED_M_S, lo=1.0, hi=1000.0)
-    return HitsMidi(notes, None if channel is None else channel - 1, speed)
+    return HitsMidi(notes, None if channel is None else channel - 1, speed, places)
 
 
 def read(path: str | Path) -> HitsMidi:

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
 
 CUE_KINDS = ("music", "calls", "shoot", "shejie", "speech")
 SHOOTING_KINDS = ("shoot", "shejie")       # the cues of the three rounds (docs/timeline.md)
+#: a cue's ``when``: 矢不备, some arrow of its round was not recovered (「若矢不备」 [001]; the shot
+#: log's result 失, compile --shots)
+CONDITIONS = ("矢不备",)
 MAX_SECONDS = 6 * 3600.0          # no single setting may exceed six hours
 MAX_PAIRS = 200_000
 MAX_CUES = 10_000
@@ -22,7 +25,8 @@ SCORE_MAPPINGS = ("节一终", "矢一终")
 @dataclass(frozen=True)
 class Archer:
     name: str
-    rank: str                 # 公 | 宾 | 卿 | 大夫 | 士
+    rank: str                 # one of the rank's archer ranks (ceremony/<rite>.toml ``ranks``)
+    host: bool = False        # the rite's host (公, 王, 主人): his rank is the rite's ``host``
 
 
 @dataclass(frozen=True)
@@ -32,11 +36,11 @@ class Pair:
     upper: Archer             # 上射
     lower: Archer             # 下射
     hits: tuple[str, ...] = ()          # per round: 8 marks in shooting order, x = hit
-
-    @property
-    def first(self) -> str:
-        """Who looses first: the 上射, except in the 公's pair (公下射也，而先发不留尊也)."""
-        return "下射" if self.lower.rank == "公" else "上射"
+    # who looses first: the 上射, except where the host is the 下射 and the rite lets him
+    # (注 「公下射也，而先发不留尊也」 [000]; ceremony/<rite>.toml ``privileges.looses_first``)
+    first: str = "上射"
+    ranks: tuple[str, ...] = ()         # the ceremony ranks whose roster it is in (() = every rank)
+    line: int | None = None             # its [[pair]] table's line in the cue sheet
 
     def shooter(self, k: int) -> tuple[str, Archer]:
         """(role, archer) of the k-th arrow (0-based) of the pair's 8, by 拾发."""
@@ -86,7 +90,7 @@ class Utterance:
     or, with ``tally`` (a round), the 释获者's count of that round (compiler/formulas.py)."""
     who: str
     words: str
-    at: float                           # s after the cue's start
+    at: float | None                    # s after the cue's start; None: a slot after the one before
     syllable_seconds: float             # one syllable's slot, s (a pause at punctuation: one slot)
     velocity: int
     tally: int | None = None            # the round whose count is announced, or None
@@ -127,19 +131,26 @@ class CueSpec:
     syllable_seconds: float | None = None
     note_seconds: float | None = None
     by_piece: tuple[tuple[str, PieceNames], ...] = ()   # a 射节 cue's id and caption per piece played
+    # a cue sounded only on a condition of the shot log: "矢不备" (an arrow of its ``round`` not
+    # recovered; compile --shots); None: always
+    when: str | None = None
+    # the rank whose rite the cue's words and source quote; at another rank the compiler marks
+    # the cue's source INFERENCE; None: every rank's
+    wording_of: str | None = None
 
 
 @dataclass(frozen=True)
 class Ceremony:
     """The ``[ceremony]`` table."""
     name: str
-    rank: str                 # 天子 | 诸侯 | 卿大夫 | 士
+    rank: str                 # a rank of the rite file (ceremony/<rite>.toml), its alias resolved
     huangzhong_hz: float
     gong: Pitch               # the 宫 of the rite's mode (calls 以宫 … 以商)
     gap_seconds: float
     syllable_seconds: float
     note_seconds: float
     open_ended_seconds: float
+    rite: str                 # the rite file, ceremony/<rite>.toml (yuexuan.rite.ranks)
 
 
 @dataclass(frozen=True)

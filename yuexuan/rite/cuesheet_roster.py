@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from yuexuan.rite.cuesheet_records import MAX_PAIRS, Archer, Pair
 from yuexuan.rite.tomlfile import Fields
-from yuexuan.rite.vocabulary import ARCHER_RANKS, ZHENG_CALLS
+from yuexuan.rite.vocabulary import ZHENG_CALLS
 
-PAIR_KEYS = {"id", "group", "upper", "lower", "hits"}
+PAIR_KEYS = {"id", "group", "upper", "lower", "hits", "ranks"}
 
 
 def _archer(pf: Fields, key: str) -> Archer:
+    """``{ name = …, rank = … }``, or ``{ host = true }`` for the rite's host (公, 王, 主人: his rank
+    and, by default, his name are the rank's ``host``); the ranks are checked against the rite's
+    when it is compiled (:mod:`yuexuan.compiler.roster`)."""
     a = pf.table(key)
-    a.unknown({"name", "rank"})
-    return Archer(a.get("name", str), a.get("rank", str, choices=ARCHER_RANKS))
+    a.unknown({"name", "rank", "host"})
+    host = a.get("host", bool, False)
+    if host:
+        if a.has("rank"):
+            raise a.error("rank", "the host's rank is the rite's (ceremony/<rite>.toml `host`); give "
+                                  "either `rank` or `host = true`")
+        return Archer(a.get("name", str, ""), "", True)
+    return Archer(a.get("name", str), a.get("rank", str), False)
 
 
 #: a ``hits`` mark: x (hit), . (miss), or where a miss went (:data:`ZHENG_CALLS`), the character
@@ -55,7 +64,8 @@ def roster(top: Fields) -> tuple[Pair, ...]:
         seen[pid] = i
         hits = _hits(pf)
         upper, lower = _archer(pf, "upper"), _archer(pf, "lower")
-        if upper.rank == "公":
-            raise pf.error("upper", "the 公 shoots as 下射 (公下射也，而先发不留尊也); put him in `lower`")
-        pairs.append(Pair(pid, pf.get("group", str), upper, lower, hits))
+        if upper.host:
+            raise pf.error("upper", "the host shoots as 下射 (注 「公下射也」 [000]); put him in `lower`")
+        pairs.append(Pair(pid, pf.get("group", str), upper, lower, hits, ranks=pf.strings("ranks"),
+                          line=pf.line))
     return tuple(pairs)

@@ -10,11 +10,11 @@ from typing import Any
 
 from yuexuan.errors import UserError
 from yuexuan.rite.cuesheet_records import MAX_SECONDS, SCORE_MAPPINGS, Ceremony, Shejie
+from yuexuan.rite.ranks import DEFAULT_RITE, Rite
 from yuexuan.rite.tomlfile import Fields
 from yuexuan.rite.tuning import parse_pitch, table
-from yuexuan.rite.vocabulary import CEREMONY_RANKS
 
-CEREMONY_KEYS = {"name", "rank", "huangzhong_hz", "gong", "gap_seconds", "syllable_seconds",
+CEREMONY_KEYS = {"name", "rite", "rank", "huangzhong_hz", "gong", "gap_seconds", "syllable_seconds",
                  "note_seconds", "open_ended_seconds"}
 SHEJIE_KEYS = {"jie_seconds", "pi_offsets", "gu_offsets", "syllables_per_jie", "heard_jie", "stroke_seconds",
                "score_mapping"}
@@ -25,10 +25,19 @@ def seconds(f: Fields, key: str, default: Any = ..., lo: float = 0.0) -> Any:
     return f.get(key, float, default, lo=lo, hi=MAX_SECONDS)
 
 
-def ceremony(cer: Fields) -> Ceremony:
-    """The ``[ceremony]`` table."""
+def rite_name(cer: Fields) -> str:
+    """The ``[ceremony]`` table's ``rite``: the rite file ceremony/<rite>.toml (default dashe)."""
+    return cer.get("rite", str, DEFAULT_RITE)
+
+
+def ceremony(cer: Fields, rite: Rite) -> Ceremony:
+    """The ``[ceremony]`` table; ``rank`` (a name or its alias) one of ``rite``'s ranks."""
     cer.unknown(CEREMONY_KEYS)
-    rank = cer.get("rank", str, choices=CEREMONY_RANKS)
+    given = cer.get("rank", str, rite.default_rank)
+    rank = rite.resolve(given)
+    if rank is None:
+        raise cer.error("rank", f"unknown rank {given!r} of the {rite.name}; expected one of: "
+                                f"{rite.listing()}")
     try:
         gong = parse_pitch(cer.get("gong", str, "黄钟"))
     except UserError as exc:
@@ -39,7 +48,7 @@ def ceremony(cer: Fields) -> Ceremony:
         gap_seconds=seconds(cer, "gap_seconds", 5.0),
         syllable_seconds=seconds(cer, "syllable_seconds", 1.2, lo=0.05),
         note_seconds=seconds(cer, "note_seconds", 1.0, lo=0.05),
-        open_ended_seconds=seconds(cer, "open_ended_seconds", 40.0, lo=0.1))
+        open_ended_seconds=seconds(cer, "open_ended_seconds", 40.0, lo=0.1), rite=rite_name(cer))
 
 
 def _huangzhong_hz(cer: Fields) -> float:

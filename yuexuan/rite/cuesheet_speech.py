@@ -1,12 +1,15 @@
 """A ``speech`` cue's utterances: the officers' spoken formulas (docs/cuesheet.md, "Speech").
 
 Each utterance is said by a voice instrument (the speaker), one syllable (one character) a slot of
-``syllable_seconds``, a pause of one slot at each punctuation mark; or, with ``tally = ROUND``,
+``syllable_seconds``, a pause of one slot at each punctuation mark, from ``at`` seconds into the
+cue (without ``at``: one slot after the utterance before it ends); or, with ``tally = ROUND``,
 it is the 释获者's count of that round, whose words the compiler takes from the tally
 (compiler/formulas.py) within a window of ``seconds``.
 """
 
 from __future__ import annotations
+
+import re
 
 from yuexuan.rite.cuesheet_records import Utterance
 from yuexuan.rite.cuesheet_setting import seconds
@@ -19,6 +22,10 @@ PAUSES = "，。、；：！？,.;:!? "     # a pause of one slot (none is sound
 #: delivery; conversational Mandarin runs about 4–5 syllables a second)
 SYLLABLE_S = 0.4
 COUNTED_ROUNDS = (2, 3)            # round 1: 「获而未释获」, nothing is counted
+#: ``{射节}`` in ``words``: the piece the rank shoots to; ``{NAME}``: the rank's formula NAME
+#: (ceremony/<rite>.toml ``formulas``), filled in by the compiler (compiler/formulas.py)
+PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+SHEJIE_PIECE = "射节"
 
 
 def is_syllable(ch: str) -> bool:
@@ -64,13 +71,14 @@ def speech(cf: Fields, instruments: dict[str, Instrument]) -> tuple[Utterance, .
             raise uf.error("tally", f"round {tally} is not counted; expected one of {COUNTED_ROUNDS} "
                                     "(round 1: 「获而未释获」)")
         try:
-            said = slots(words)
+            said = slots(PLACEHOLDER.sub("", words))
         except ValueError as exc:
             raise uf.error("words", str(exc)) from None
-        if tally is None and not said:
+        if tally is None and not said and not PLACEHOLDER.search(words):
             raise uf.error("words", "expected at least one syllable")
         window = seconds(uf, "seconds", ... if tally is not None else None, lo=0.05)
         step = seconds(uf, "syllable_seconds", SYLLABLE_S, lo=0.05)
-        out.append(Utterance(who, words, seconds(uf, "at"), step, uf.get("velocity", int, 90, lo=1, hi=127),
+        out.append(Utterance(who, words, seconds(uf, "at", None), step,
+                             uf.get("velocity", int, 90, lo=1, hi=127),
                              tally, window))
     return tuple(out)

@@ -18,9 +18,12 @@ XIAN = ("东", "西", "北", "南", "堂下", "堂上", "侯")   # 堂下: at th
 SUSPENSIONS = ("编悬", "特悬")
 _KEYS = {"name", "pinyin", "alias", "english", "family", "kind", "xian", "suspension", "count", "pitched",
          "octave", "pitch_set", "gm_program", "gm_drum_key", "facing", "position_m", "source",
-         "notes", "synth", "place"}
+         "notes", "synth", "place", "at_hou"}
 _PLACE_KEYS = {"where", "position_m", "source", "cues", "from_cue", "when", "attendants"}
 MAX_PLACES = 64                # [[place]] rows an instrument file may have
+#: ``at_hou``: the file is a caller of every 侯 (xian 侯), one body a 侯 named ``<name>·<侯>`` at
+#: its 乏 (乏) or south of the 乏, due west of the 侯 (乏南); its own position_m gives the height
+AT_HOU = ("乏", "乏南")
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class Instrument:
     file: str = ""
     places: tuple[Place, ...] = ()  # Place rows: where it is during some cues (else at position_m)
     alias: str = ""            # what a user may type for it (rite/names.py), e.g. jiangu-dong
+    at_hou: str | None = None  # a caller of every 侯 (AT_HOU): one body each, compiler/roster.py
 
     def can_sound(self, pitch: Pitch) -> bool:
         return pitch in self.pitch_set
@@ -164,7 +168,8 @@ def load_instrument(path: str | Path) -> Instrument:
         count=f.get("count", int, 1, lo=1, hi=64), pitched=pitched,
         octave=f.get("octave", int, 0, lo=-4, hi=4), pitch_set=pitch_set, gm_program=gm_program,
         gm_drum_key=gm_drum_key, synth=synth, file=str(path),
-        places=tuple(_place(p) for p in f.tables("place", [], limit=MAX_PLACES)), alias=alias)
+        places=tuple(_place(p) for p in f.tables("place", [], limit=MAX_PLACES)), alias=alias,
+        at_hou=f.get("at_hou", str, None, choices=AT_HOU))
 
 
 def cue_places(insts: dict[str, Instrument], cue_ids: list[str], variants: dict[str, str],
@@ -236,6 +241,10 @@ def load_all(source: DataSource = DataSource()) -> dict[str, Instrument]:
     if clash:
         raise UserError(f"instruments {clash[0]!r} and {clash[1]!r} have one alias (or one's alias is the "
                         "other's name)", file=out[clash[1]].file, key="alias")
-    # layout order: east 县 north to south, then west, north, the hall, the targets
-    order = sorted(out.values(), key=lambda i: (XIAN.index(i.xian), -i.position_m[1], i.position_m[0]))
+    return in_layout_order(out)
+
+
+def in_layout_order(insts: dict[str, Instrument]) -> dict[str, Instrument]:
+    """``insts`` in layout order: east 县 north to south, then west, north, the hall, the targets."""
+    order = sorted(insts.values(), key=lambda i: (XIAN.index(i.xian), -i.position_m[1], i.position_m[0]))
     return {i.name: i for i in order}

@@ -3,7 +3,8 @@
 Besides the effect tables each compiler part reads by key (:func:`effect`), an option may carry
 generic effects, applied here as pure functions over the parsed data (header of ceremony/variants.toml):
 ``cue`` (fields set on the cues a variant names in ``cues``), ``drop_cues``, ``facts`` (instrument
-facts replaced), ``hou_shift_m`` (moves the callers at the 侯) and ``roster`` (a group's rank).
+facts replaced), ``roster`` (a group's rank) and ``ranks`` (fields of a rank of the rite file,
+applied by :func:`yuexuan.rite.ranks.rank_rite`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from yuexuan.data import DataSource
 from yuexuan.rite import tomlfile
 from yuexuan.rite.cuesheet_records import CueSpec, Pair
 from yuexuan.rite.instruments import Instrument
+from yuexuan.rite.ranks import RANK_KEYS
 from yuexuan.rite.tuning import parse_pitch
 
 CUE_FIELDS = ("piece", "melody", "jie", "intro", "default_seconds", "ends_when", "ends_when_en", "pairs")
@@ -62,6 +64,9 @@ def _check(top: tomlfile.Fields) -> None:
                       for k in o}
             if others:
                 opt.unknown(GENERIC_KEYS | others)
+            ranks = opt.table("ranks", {})
+            for rank in ranks.data:
+                ranks.table(rank).unknown(RANK_KEYS - {"rank", "alias"})
 
 
 def effect(variants: dict[str, Any], chosen: dict[str, str], key: str) -> dict[str, Any]:
@@ -98,8 +103,8 @@ def dropped_cues(variants: dict[str, Any], chosen: dict[str, str]) -> frozenset[
 
 def apply_to_instruments(variants: dict[str, Any], chosen: dict[str, str],
                          insts: dict[str, Instrument]) -> tuple[dict[str, Instrument], frozenset[str]]:
-    """(instruments with the chosen ``facts`` and ``hou_shift_m`` applied, names of those whose pitch
-    set a variant narrowed — they rest on notes outside it). ``insts`` is not changed."""
+    """(instruments with the chosen ``facts`` applied, names of those whose pitch set a variant
+    narrowed — they rest on notes outside it). ``insts`` is not changed."""
     out, narrowed = dict(insts), set()
     for _, eff in _chosen_effects(variants, chosen):
         for name, facts in eff.get("facts", {}).items():
@@ -112,21 +117,16 @@ def apply_to_instruments(variants: dict[str, Any], chosen: dict[str, str],
                 new["pitch_set"] = tuple(parse_pitch(p) for p in new["pitch_set"])
                 narrowed.add(name)
             out[name] = dataclasses.replace(out[name], **new)
-        shift = eff.get("hou_shift_m")
-        if shift and any(shift):
-            for name, inst in out.items():
-                if inst.xian == "侯":
-                    out[name] = dataclasses.replace(
-                        inst, position_m=tuple(p + d for p, d in zip(inst.position_m, shift)))
     return out, frozenset(narrowed)
 
 
 def apply_to_pairs(variants: dict[str, Any], chosen: dict[str, str],
-                   pairs: tuple[Pair, ...]) -> tuple[Pair, ...]:
-    """``pairs`` with the ranks the chosen ``roster`` options give their groups."""
+                   pairs: tuple[Pair, ...], ranks: tuple[str, ...] | None = None) -> tuple[Pair, ...]:
+    """``pairs`` with the ranks the chosen ``roster`` options give their groups (only a rank of
+    ``ranks``, the rank's archers, when given: a rite without it keeps the roster's)."""
     for _, eff in _chosen_effects(variants, chosen):
         ro = eff.get("roster")
-        if not ro:
+        if not ro or (ranks is not None and ro["rank"] not in ranks):
             continue
         pairs = tuple(dataclasses.replace(p, upper=dataclasses.replace(p.upper, rank=ro["rank"]),
                                           lower=dataclasses.replace(p.lower, rank=ro["rank"]))

@@ -1,7 +1,8 @@
 """A shot log that grows one row at a time, kept coded for :func:`yuexuan.scoring.tally.evaluate`.
 
 Each row is validated alone by :func:`yuexuan.scoring.shots.shots_from_columns` (the reader's own
-checks and vocabularies) and its codes appended, so a live judge does not validate and code the
+checks and vocabularies) and coded in the rite's order (:func:`~yuexuan.scoring.shots.for_rite`:
+the timeline's ranks and 侯), and its codes appended, so a live judge does not validate and code the
 whole log again at every shot; :meth:`ShotColumns.shots` gives the same
 :class:`~yuexuan.scoring.shots.Shots` (codes, archers, pairs) ``check`` makes from the log file.
 Pairs are numbered by first appearance, as the reader numbers them.
@@ -16,7 +17,7 @@ import numpy.typing as npt
 
 from yuexuan.scoring import report, tally
 from yuexuan.scoring.logread import FIELDS, Columns
-from yuexuan.scoring.shots import Shots, shots_from_columns
+from yuexuan.scoring.shots import Shots, for_rite, shots_from_columns
 
 LIVE_PATH = "live"                 # the "file" named in a live shot's error
 CODED = ("time", "rank", "role", "target", "result", "round")
@@ -25,7 +26,9 @@ CODED = ("time", "rank", "role", "target", "result", "round")
 class ShotColumns:
     """The rows so far as text (shot-log fields) and as codes."""
 
-    def __init__(self) -> None:
+    def __init__(self, ranks: tuple[str, ...], hou: tuple[str, ...]) -> None:
+        """``ranks`` and ``hou``: the rite's (the timeline's ``rite``), the order of the codes."""
+        self.ranks, self.hou = ranks, hou
         self.text: list[dict[str, str]] = []                       # each row: {field: text}
         self._codes: dict[str, list[Any]] = {name: [] for name in CODED}
         self._archers: list[str] = []
@@ -36,12 +39,11 @@ class ShotColumns:
     def __len__(self) -> int:
         return len(self.text)
 
-    @staticmethod
-    def check(row: dict[str, str]) -> Shots:
+    def check(self, row: dict[str, str]) -> Shots:
         """``row`` ({field: text}) validated alone, as a one-row Shots; a mistake raises
         :class:`~yuexuan.errors.UserError` naming its column."""
-        return shots_from_columns(Columns(LIVE_PATH, {k: [row[k]] for k in FIELDS},
-                                          np.array([1], dtype=np.int64)))
+        return for_rite(shots_from_columns(Columns(LIVE_PATH, {k: [row[k]] for k in FIELDS},
+                                                   np.array([1], dtype=np.int64))), self.ranks, self.hou)
 
     def _pair_code(self, one: Shots) -> int:
         if one.pair[0] < 0:
@@ -88,7 +90,8 @@ class ShotColumns:
                      np.array(c["rank"], dtype=np.int8), np.array(c["role"], dtype=np.int8),
                      np.array(c["target"], dtype=np.int8), np.array(c["result"], dtype=np.int8),
                      np.array(self._pairs, dtype=np.int32), list(self._pair_names),
-                     np.array(c["round"], dtype=np.int8), np.arange(1, n + 1, dtype=np.int64))
+                     np.array(c["round"], dtype=np.int8), np.arange(1, n + 1, dtype=np.int64),
+                     rank_names=self.ranks, target_names=self.hou)
 
 
 def row_at(shots: Shots, verdict: tally.Verdict, i: int) -> dict[str, Any]:
@@ -96,7 +99,7 @@ def row_at(shots: Shots, verdict: tally.Verdict, i: int) -> dict[str, Any]:
     k = slice(i, i + 1)
     one = Shots(shots.path, shots.time[k], shots.archers[k], shots.rank[k], shots.role[k],
                 shots.target[k], shots.result[k], shots.pair[k], shots.pair_names,
-                shots.round[k], shots.lines[k])
+                shots.round[k], shots.lines[k], rank_names=shots.rank_names, target_names=shots.target_names)
     v = tally.Verdict(verdict.clock_s[k], verdict.nearest_beat[k], verdict.offset_s[k],
                       verdict.on_beat[k], verdict.released[k], verdict.reason[k], [])
     return {name: column[0] for name, column in zip(report.fields_out(None),

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.rite.vocabulary import ARCHER_RANKS, RESULTS, ROLES, TARGETS
+from yuexuan.rite.vocabulary import RESULTS, ROLES
 from yuexuan.scoring import tally
 from yuexuan.scoring.shots import Shots
 
@@ -47,7 +47,7 @@ def _names(codes: npt.NDArray[np.integer[Any]], names: Sequence[str]) -> list[st
 
 def _seconds(a: npt.NDArray[np.float64]) -> list[float | None]:
     """Seconds rounded to :data:`DECIMALS` as floats, None for NaN."""
-    return [None if x != x else x for x in np.round(a, DECIMALS).tolist()]
+    return [None if x != x else x for x in (np.round(a, DECIMALS) + 0.0).tolist()]   # + 0.0: no −0.0
 
 
 def fields_out(evidence: Evidence | None) -> tuple[str, ...]:
@@ -68,9 +68,9 @@ def shot_columns(shots: Shots, v: tally.Verdict, evidence: Evidence | None = Non
     return [
         _seconds(shots.time),
         shots.archers,
-        _names(shots.rank, ARCHER_RANKS),
+        _names(shots.rank, shots.rank_names),
         _names(shots.role, ROLES),
-        _names(shots.target, TARGETS),
+        _names(shots.target, shots.target_names),
         _names(shots.result, RESULTS),
         _names(shots.pair, shots.pair_names),
         shots.round.tolist(),
@@ -247,8 +247,8 @@ def render_table(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum:
         t = shots.target[i]
         nb = v.nearest_beat[i]
         rows.append((str(i + 1), f"{shots.time[i]:.3f}",
-                     shots.archers[i], ARCHER_RANKS[shots.rank[i]],
-                     ROLES[shots.role[i]], str(shots.round[i]), TARGETS[t] if t >= 0 else "—",
+                     shots.archers[i], shots.rank_names[shots.rank[i]],
+                     ROLES[shots.role[i]], str(shots.round[i]), shots.target_names[t] if t >= 0 else "—",
                      RESULTS[shots.result[i]], "" if nb != nb else f"{nb:.3f}",
                      "" if nb != nb else f"{1000 * v.offset_s[i]:+.0f}",
                      "算" if v.released[i] else ("" if v.reason[i] in tally.NOT_JUDGED else "·"),

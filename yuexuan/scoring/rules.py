@@ -2,7 +2,8 @@
 
 :func:`add_arguments` declares ``--tolerance``, ``--cue``, ``--strict-gong`` and ``--own-jie``;
 :func:`rules_for` turns them and the timeline into :class:`Rules` — the :class:`tally.Settings`
-(with the cue sheet's ``gong_exempt`` and ``gong_outside_hu`` variants), the planned 建鼓 strokes
+(the roster of the timeline's ``rite``: each rank's 侯, the host and his privileges, the
+``gong_exempt`` and ``gong_outside_hu`` variants applied there), the planned 建鼓 strokes
 of the 射节 cue(s) and, for ``--own-jie``, the stroke each arrow is bound to. ``check`` and
 :class:`yuexuan.live.judge.Judge` both build their rules here, so a verdict given live is the one
 ``check`` gives on the log.
@@ -14,16 +15,15 @@ import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
-from yuexuan.rite import variants as variants_mod
 from yuexuan.scoring import arrow_stroke, tally
 from yuexuan.timeline import Beat, Timeline, chosen_cues
+from yuexuan.timeline_rite import Rite
 
 DEFAULT_TOLERANCE_S = tally.Settings().tolerance_s
 
@@ -79,6 +79,8 @@ class Rules:
     cue_ids: list[str]          # the 射节 cue ids whose strokes count
     own_jie: bool             # --own-jie: each arrow on its own 节's stroke
     timeline_beats: tuple[Beat, ...]  # the timeline's Beat records (for --own-jie)
+    ranks: tuple[str, ...] = ()       # the rite's ranks and 侯 (the timeline's ``rite``): the codes'
+    hou: tuple[str, ...] = ()         # order (yuexuan.scoring.shots.for_rite)
 
     def bound_strokes(self, round_: npt.ArrayLike, archers: Sequence[str],
                       time_s: npt.ArrayLike) -> npt.NDArray[np.float64] | None:
@@ -91,24 +93,33 @@ class Rules:
 
 def rules_for(timeline: Timeline, source: DataSource, tolerance_s: float = DEFAULT_TOLERANCE_S,
               strict_gong: bool = False, own_jie: bool = False, cue: str | None = None) -> Rules:
-    """The rules for ``timeline`` (its cue sheet's variants read from ``source``) and the options."""
+    """The rules for ``timeline`` (its ``rite``: the roster, the 侯, the host) and the options.
+    ``source`` is kept for the callers' sake: everything is read from the timeline."""
+    del source
     tolerance_s = tolerance_of(tolerance_s)
     plan, cue_ids = shejie_beats(timeline, cue)
-    settings = settings_for(timeline.ceremony.variants, variants_mod.load(source=source), tolerance_s,
-                            strict_gong)
-    return Rules(settings, plan, cue_ids, bool(own_jie), tuple(timeline.beats))
+    if timeline.rite is None:
+        raise UserError("the timeline has no rite (its roster and 侯): recompile the cue sheet")
+    settings = settings_for(timeline.rite, tolerance_s, strict_gong)
+    return Rules(settings, plan, cue_ids, bool(own_jie), tuple(timeline.beats), timeline.rite.ranks,
+                 timeline.rite.hou_names)
 
 
-def settings_for(chosen: dict[str, str], vdefs: dict[str, Any], tolerance_s: float = DEFAULT_TOLERANCE_S,
+def settings_for(rite: Rite, tolerance_s: float = DEFAULT_TOLERANCE_S,
                  strict_gong: bool = False) -> tally.Settings:
-    """The :class:`tally.Settings` of a cue sheet's chosen variants (``vdefs``: ceremony/variants.toml):
-    what ``check`` judges by, and what the compiler's 释获者 counts by (compiler/formulas.py)."""
-    # the cue sheet's gong_exempt variant (O20) decides unless --strict-gong overrides it
-    sheet_exempt = chosen.get("gong_exempt", "郑玄") != "strict"
-    # O21: the 公's 着侯, as the cue sheet's gong_outside_hu variant says (its default if unset)
-    outside = variants_mod.effect(vdefs, chosen, "gong_outside_hu")["counted"]
-    return tally.Settings(tolerance_s=tolerance_s, gong_exempt=sheet_exempt and not strict_gong,
-                          gong_outside_hu=outside)
+    """The :class:`tally.Settings` of a compiled rite (the timeline's ``rite``): each rank's 侯, the
+    host and what the rite grants him (O20 and O21 already applied by the compiler; ``strict_gong``,
+    ``--strict-gong``, holds him to the drum all the same): what ``check`` judges by, and what the
+    compiler's 释获者 counts by (compiler/formulas.py)."""
+    hou = rite.hou_names
+    own = tuple(hou.index(rite.own_hou(r)) for r in rite.ranks)
+    host = rite.host
+    if host is None:
+        return tally.Settings(tolerance_s=tolerance_s, gong_exempt=False, gong_outside_hu=False,
+                              own_hou=own)
+    return tally.Settings(tolerance_s=tolerance_s, gong_exempt=host.drum_exempt and not strict_gong,
+                          gong_outside_hu=host.outside_hu, own_hou=own, host=rite.ranks.index(host.rank),
+                          host_any_hou=host.any_hou, host_near_misses=host.near_misses)
 
 
 def rules_from_args(args: argparse.Namespace, timeline: Timeline, source: DataSource) -> Rules:

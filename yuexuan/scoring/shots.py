@@ -1,19 +1,20 @@
 """Validating a shot log into numpy arrays, one entry per arrow.
 
-A shot log has one row per arrow: ``time`` (seconds), ``archer``, ``rank`` (公 | 宾 | 卿 | 大夫 | 士),
-``role`` (上射 | 下射), ``target`` (the 侯 hit: 大侯 | 参 | 干; empty for a miss), ``result``
-(贯 | 离维纲 | 扬触 | 梱复 | 着侯, or a miss: 不中 | 留 | 扬 | 方) and optionally ``pair`` and
-``round`` (1 | 2 | 3; default 3). docs/check.md gives the meaning of each value.
-:mod:`yuexuan.scoring.logread` reads the file (csv or json); this module checks every field and
-turns the columns into index arrays. Every mistake is a :class:`~yuexuan.errors.UserError`
-naming the file, the line, the row and the column.
+A shot log has one row per arrow: ``time`` (seconds), ``archer``, ``rank`` (a rank of the rite's
+roster: 公, 宾 … in the 大射仪), ``role`` (上射 | 下射), ``target`` (the 侯 hit, one of the rite's; empty
+for a miss), ``result`` (贯 | 离维纲 | 扬触 | 梱复 | 着侯, or a miss: 不中 | 留 | 扬 | 方 | 失) and
+optionally ``pair`` and ``round`` (1 | 2 | 3; default 3). docs/check.md gives the meaning of each
+value. :mod:`yuexuan.scoring.logread` reads the file (csv or json); this module checks every field
+and turns the columns into index arrays; :func:`for_rite` codes the ranks and 侯 as the compiled
+rite orders them (the timeline's ``rite``), refusing a name it does not have. Every mistake is a
+:class:`~yuexuan.errors.UserError` naming the file, the line, the row and the column.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,29 +22,35 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.errors import UserError
-from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ROLES, TARGETS
+from yuexuan.rite.vocabulary import MISSES, RESULTS, ROLES
 from yuexuan.scoring.logread import FIELDS, OPTIONAL, REQUIRED, Columns, field_error, read_columns
 
-#: the arrays of a shot log and its verdicts: times (s), vocabulary codes (int8 or int16 indices into
-#: the tuples of yuexuan.rite.vocabulary, or into pair_names; -1 for none), yes/no per shot
+#: the arrays of a shot log and its verdicts: times (s), codes (int8 or int16 indices into the tuples
+#: of yuexuan.rite.vocabulary, or into a Shots' rank_names, target_names, pair_names; -1 for none),
+#: yes/no per shot
 Seconds = npt.NDArray[np.float64]
 Codes = npt.NDArray[np.integer[Any]]
 Mask = npt.NDArray[np.bool_]
 
 MISS = RESULTS.index("不中")
-MISS_CODES = tuple(RESULTS.index(r) for r in MISS_RESULTS)
+MISS_CODES = tuple(RESULTS.index(r) for r in MISSES)
 
-__all__ = ["Shots", "read_shots", "shots_from_columns", "MISS", "MISS_CODES", "is_miss", "FIELDS",
-           "REQUIRED", "OPTIONAL"]
+__all__ = ["Shots", "read_shots", "shots_from_columns", "for_rite", "MISS", "MISS_CODES", "is_miss",
+           "FIELDS", "REQUIRED", "OPTIONAL", "LOST"]
+
+#: the result of a missed arrow not recovered at 取矢 (「若矢不备」 [001]): compile --shots adds the
+#: 司马正's 「取矢不索」
+LOST = RESULTS.index("失")
 
 
 @dataclass(frozen=True)
 class Shots:
     """A validated shot log, one entry per input row, in input order.
 
-    Category columns hold indices into the tuples of :mod:`yuexuan.rite.vocabulary`:
-    ``ARCHER_RANKS``, ``ROLES``, ``TARGETS`` (−1 = no target, a miss) and ``RESULTS``; ``pair``
-    indexes ``pair_names`` (in order of first appearance; −1 = none given). ``archers`` holds each
+    ``role`` and ``result`` hold indices into :data:`~yuexuan.rite.vocabulary.ROLES` and
+    ``RESULTS``; ``rank`` indexes ``rank_names``, ``target`` ``target_names`` (−1 = no target, a
+    miss) and ``pair`` ``pair_names`` (−1 = none given): as read, in order of first appearance;
+    :func:`for_rite` recodes the ranks and the 侯 in the rite's order. ``archers`` holds each
     row's name (no rule groups by it).
     ``lines`` gives each row's 1-based line in the file.
     """
@@ -51,15 +58,17 @@ class Shots:
     path: str
     time: npt.NDArray[np.float64]          # float64, seconds, as read (before any clock offset)
     archers: list[str]        # str, the archer's name (blanks trimmed)
-    rank: npt.NDArray[np.int8]          # int8 index into ARCHER_RANKS
+    rank: npt.NDArray[np.int8]          # int8 index into rank_names
     role: npt.NDArray[np.int8]          # int8 index into ROLES
-    target: npt.NDArray[np.int8]        # int8 index into TARGETS, -1 for none
+    target: npt.NDArray[np.int8]        # int8 index into target_names, -1 for none
     result: npt.NDArray[np.int8]        # int8 index into RESULTS
     pair: npt.NDArray[np.int32]          # int32 index into pair_names, -1 for none
     pair_names: list[str]
     round: npt.NDArray[np.int8]         # int8, 1..3
     lines: npt.NDArray[np.int64]         # int64, 1-based line of each row
     warnings: tuple[str, ...] = ()      # from reading the file (a last line cut short, left out)
+    rank_names: tuple[str, ...] = ()    # the ranks the codes of ``rank`` name
+    target_names: tuple[str, ...] = ()  # the 侯 the codes of ``target`` name
 
     def __len__(self) -> int:
         return len(self.time)
@@ -76,12 +85,11 @@ def _vocab(names: Iterable[str], extra: dict[str, int] | None = None) -> dict[st
     return v
 
 
-_RANK_V = _vocab(ARCHER_RANKS)
 _ROLE_V = _vocab(ROLES)
-_TARGET_V = _vocab(TARGETS, {"": -1})
 _RESULT_V = _vocab(RESULTS)
 _ROUND_V = {"1": 1, "2": 2, "3": 3, "": 3}
 UNKNOWN = -2                                      # a code outside every vocabulary
+MAX_NAMES = 100                                   # different ranks or 侯 a log may name
 
 
 def _stripped(values: list[str]) -> list[str]:
@@ -155,9 +163,16 @@ def shots_from_columns(c: Columns) -> Shots:
         return codes.astype(np.int8)
 
     time = _times(c, fail)
-    rank = category("rank", _RANK_V, " | ".join(ARCHER_RANKS))
+    ranks = _stripped(c.values["rank"])
+    if "" in ranks:
+        fail(ranks.index(""), "rank", "rank is empty")
+    rank, rank_names = _groups(ranks)
     role = category("role", _ROLE_V, " | ".join(ROLES))
-    target = category("target", _TARGET_V, " | ".join(TARGETS) + " (empty for a miss)")
+    target, target_names = _groups(_stripped(c.values["target"]))
+    for column, codes, names in (("rank", rank, rank_names), ("target", target, target_names)):
+        if len(names) > MAX_NAMES:
+            fail(int(np.flatnonzero(codes == MAX_NAMES)[0]), column,
+                 f"more than {MAX_NAMES} different {column} names; a rite has a few")
     result = category("result", _RESULT_V, " | ".join(RESULTS))
     rnd = category("round", _ROUND_V, "1 | 2 | 3 (empty = 3)")
     # A miss touched no 侯; any other result names the 侯 it touched.
@@ -169,14 +184,35 @@ def shots_from_columns(c: Columns) -> Shots:
             msg = (f"result {RESULTS[result[i]]} (a miss) but target "
                    f"{c.values['target'][i].strip()!r}: leave it empty")
         else:
-            msg = f"result {RESULTS[result[i]]} needs the 侯 it touched ({' | '.join(TARGETS)})"
+            msg = f"result {RESULTS[result[i]]} needs the 侯 it touched"
         fail(i, "target", msg)
     archers = _stripped(c.values["archer"])
     if "" in archers:
         fail(archers.index(""), "archer", "archer is empty")
     pair, pair_names = _groups(_stripped(c.values["pair"]))
-    return Shots(c.path, time, archers, rank, role, target, result, pair, pair_names, rnd,
-                 c.lines, c.warnings)
+    return Shots(c.path, time, archers, rank.astype(np.int8), role, target.astype(np.int8), result, pair,
+                 pair_names, rnd, c.lines, c.warnings, tuple(rank_names), tuple(target_names))
+
+
+def for_rite(shots: Shots, ranks: tuple[str, ...], hou: tuple[str, ...]) -> Shots:
+    """``shots`` with ``rank`` coded as indices into ``ranks`` and ``target`` into ``hou`` (the
+    compiled rite's: the timeline's ``rite.ranks`` and its 侯); the first row naming a rank or a 侯
+    the rite has not is a :class:`UserError` (file, line, row, column)."""
+    def recode(codes: Codes, names: tuple[str, ...], into: tuple[str, ...], column: str,
+               what: str) -> npt.NDArray[np.int8]:
+        table = np.array([into.index(n) if n in into else UNKNOWN for n in names] + [-1], dtype=np.int16)
+        out = table[np.asarray(codes, dtype=np.int64)]          # -1 (none) takes the table's last
+        bad = np.flatnonzero(out == UNKNOWN)
+        if bad.size:
+            i = int(bad[0])
+            raise field_error(shots.path, int(shots.lines[i]), i + 1, column,
+                              f"unknown {what} {names[codes[i]]!r} (not one of this rite's); expected "
+                              f"{' | '.join(into)}" + (" (empty for a miss)" if column == "target" else ""))
+        return out.astype(np.int8)
+
+    return replace(shots, rank=recode(shots.rank, shots.rank_names, ranks, "rank", "rank"),
+                   target=recode(shots.target, shots.target_names, hou, "target", "侯"),
+                   rank_names=tuple(ranks), target_names=tuple(hou))
 
 
 def read_shots(path: str | Path) -> Shots:

@@ -1,8 +1,11 @@
-"""The 释获 rules of the 大射仪 and the tally, as pure vectorised functions.
+"""The 释获 rules and the tally, as pure vectorised functions: the same in every rite.
 
 Each rule quotes the sentence of the text it applies (《仪礼·大射仪》 经 [001], with 郑注 [000]
-[003]); docs/check.md says which readings are INFERENCE. Inputs are the index arrays of
-:class:`yuexuan.scoring.shots.Shots`; every function returns new arrays and keeps no state.
+[003]); docs/check.md says which readings are INFERENCE. What differs by rite — which 侯 each rank
+shoots, who the host is and what he is granted — comes in :class:`Settings`, made from the
+timeline's ``rite`` (:func:`yuexuan.scoring.rules.settings_for`). Inputs are the index arrays of
+:class:`yuexuan.scoring.shots.Shots` (ranks and 侯 coded in the rite's order,
+:func:`~yuexuan.scoring.shots.for_rite`); every function returns new arrays and keeps no state.
 """
 
 from __future__ import annotations
@@ -14,20 +17,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.rite.vocabulary import ARCHER_RANKS
 from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shots import Codes, Mask, Seconds, Shots, is_miss
 
-GONG, BIN, QING, DAFU, SHI = range(5)            # indices into ARCHER_RANKS (most senior first)
 SHANG, XIA = range(2)                            # indices into ROLES: 上射, 下射
-DAHOU, CAN, GAN = range(3)                       # indices into TARGETS
-GUAN, LI_WEI_GANG, YANG_CHU, KUN_FU, BU_ZHONG, LIU, YANG, FANG, ZHUO_HOU = range(9)  # RESULTS
+GUAN, LI_WEI_GANG, YANG_CHU, KUN_FU, BU_ZHONG, LIU, YANG, FANG, ZHUO_HOU, SHI_LOST = range(10)  # RESULTS
 MAX_ARROWS = 4                                   # 乘矢: 「皆四节拾将乘矢」 (贾疏), four arrows a round
-
-# 「公射大侯，大夫射参，士射干。」 The 侯 of each rank, in ARCHER_RANKS order.
-# 宾 → 大侯: INFERENCE from 疏 [004] 「宾客与君主结为耦，同射大侯」 (the 宾 is the 公's partner).
-# 卿 → 参: INFERENCE (郝 [004] 「孤卿大夫所共射」; O23, docs/sources.md).
-OWN_HOU = np.array([DAHOU, DAHOU, CAN, CAN, GAN], dtype=np.int8)
 
 # The reason that decided each shot, in the order the rules are tried.
 REASONS = (
@@ -68,28 +63,33 @@ CHINESE_DIGITS = "零一二三四五六七八九"
 
 @dataclass(frozen=True)
 class Settings:
-    """How the open readings are taken (O1–O33, docs/sources.md)."""
+    """The rite's roster as the rules need it (ranks and 侯 as codes: indices into the timeline's
+    ``rite.ranks`` and its 侯) and how the open readings are taken (O1–O40, docs/sources.md)."""
 
     tolerance_s: float = 0.070        # round 3: |shot − nearest 建鼓 stroke| ≤ this, seconds
-    gong_exempt: bool = True          # O20: 「不以乐志」 — the 公's off-beat hits still count
-    gong_outside_hu: bool = True      # O21: the 公's 着侯 (the 侯 outside the 鹄) counts
+    gong_exempt: bool = True          # O20: 「不以乐志」 — the host's off-beat hits still count
+    gong_outside_hu: bool = True      # O21: the host's 着侯 (the 侯 outside the 鹄) counts
+    own_hou: tuple[int, ...] = ()     # rank code → the code of its 侯 (「公射大侯，大夫射参，士射干」)
+    host: int = -1                    # the host's rank code (公, 王, 主人); -1: no host
+    host_any_hou: bool = False        # 「唯公所中，中三侯皆获」
+    host_near_misses: bool = False    # 「中离维纲，扬触，梱复，公则释获，众则不与」
 
 
-def hou_of_pairs(rank: Codes, pair: Codes) -> Codes:
-    """The 侯 each shot must hit (index into TARGETS).
+def hou_of_pairs(rank: Codes, pair: Codes, own_hou: tuple[int, ...]) -> Codes:
+    """The 侯 each shot must hit (its code), ``own_hou`` giving each rank's.
 
     「卑者与尊者为耦，不异侯」: partners (same ``pair`` ≥ 0) shoot the 侯 of the more senior
-    partner; a shot with no pair (−1) shoots its own rank's 侯.
+    partner (the lower rank code); a shot with no pair (−1) shoots its own rank's 侯.
     """
     rank = np.asarray(rank)
     pair = np.asarray(pair)
     senior = rank.astype(np.int8).copy()
     grouped = pair >= 0
     if grouped.any():
-        best = np.full(int(pair.max()) + 1, len(ARCHER_RANKS), dtype=np.int8)
+        best = np.full(int(pair.max()) + 1, len(own_hou), dtype=np.int8)
         np.minimum.at(best, pair[grouped], rank[grouped].astype(np.int8))
         senior[grouped] = best[pair[grouped]]
-    return OWN_HOU[senior]
+    return np.asarray(own_hou, dtype=np.int8)[senior]
 
 
 def on_beat(offset_s: Seconds, tolerance_s: float) -> Mask:
@@ -106,12 +106,12 @@ def decide(round_: Codes, rank: Codes, target: Codes, result: Codes,
     (only read for round 3). Returns ``(released: bool array, reason: int8 array)``, the reason
     an index into :data:`REASONS`. Rules tried in order (the first that decides wins):
 
-    1. not a hit (result 不中) → 不中.
+    1. not a hit (result 不中, 失 …) → 不中.
     2. round 1 → 获而未释获: 「获而未释获」.
-    3. the 公: 「唯公所中，中三侯皆获」 and 「中离维纲，扬触，梱复，公则释获」 — every hit is
-       released (his 着侯 only when ``settings.gong_outside_hu``, O21, else 不贯不释); in round 3
-       off the drum he is exempt, 「不以乐志」, unless
-       ``settings.gong_exempt`` is False, then 不鼓不释.
+    3. the host (``settings.host``), as far as the rite grants it: his 着侯 not counted unless
+       ``settings.gong_outside_hu`` (O21) → 不贯不释; in round 3 off the drum he is exempt,
+       「不以乐志」, when ``settings.gong_exempt``; 「中离维纲，扬触，梱复，公则释获」
+       (``host_near_misses``) and 「唯公所中，中三侯皆获」 (``host_any_hou``).
     4. round 3, off the drum → 不鼓不释: 「不鼓不释」.
     5. a 侯 not the archer's (or the senior partner's) → 非其侯: 「射者非其侯，中之不获」.
     6. not 贯 → 不贯不释: 「不贯不释」; 「众则不与」.
@@ -119,7 +119,7 @@ def decide(round_: Codes, rank: Codes, target: Codes, result: Codes,
     """
     round_ = np.asarray(round_)
     result = np.asarray(result)
-    gong = np.asarray(rank) == GONG
+    host = np.asarray(rank) == settings.host if settings.host >= 0 else np.zeros(len(result), dtype=bool)
     hit = ~is_miss(result)
     r3_off = (round_ == 3) & ~np.asarray(beat_ok, dtype=bool)
 
@@ -128,17 +128,15 @@ def decide(round_: Codes, rank: Codes, target: Codes, result: Codes,
     conditions = [
         ~hit,                                           # 1
         round_ == 1,                                    # 2
-        gong & (result == ZHUO_HOU) & (not settings.gong_outside_hu),   # 3: O21 not counted
-        gong & r3_off & settings.gong_exempt,           # 3: 不以乐志
-        gong & r3_off,                                  # 3: strict reading of O20
-        gong & not_guan,                                # 3: 公则释获
-        gong & (target != DAHOU),                       # 3: 唯公所中
-        gong,                                           # 3
+        host & (result == ZHUO_HOU) & (not settings.gong_outside_hu),   # 3: O21 not counted
+        host & r3_off & settings.gong_exempt,           # 3: 不以乐志
+        host & not_guan & settings.host_near_misses & ~r3_off,          # 3: 公则释获
+        host & (target != must_hit) & settings.host_any_hou & ~r3_off,  # 3: 唯公所中
         r3_off,                                         # 4
         target != must_hit,                             # 5
         not_guan,                                       # 6
     ]
-    choices = [R_BUZHONG, R_WEISHI, R_BUGUAN, R_BUYILEZHI, R_BUGU, R_GONGZE, R_WEIGONG, R_SHI, R_BUGU,
+    choices = [R_BUZHONG, R_WEISHI, R_BUGUAN, R_BUYILEZHI, R_GONGZE, R_WEIGONG, R_BUGU,
                R_FEIQIHOU, R_BUGUAN]
     reason = np.select(conditions, choices, default=R_SHI).astype(np.int8)
     released = np.isin(reason, (R_SHI, R_BUYILEZHI, R_GONGZE, R_WEIGONG))
@@ -268,7 +266,7 @@ def huo_called(rank: Codes, target: Codes, result: Codes, pair: Codes,
     """
     n = len(np.asarray(result))
     released, _ = decide(np.full(n, 2, dtype=np.int8), rank, target, result,
-                         hou_of_pairs(rank, pair), np.ones(n, dtype=bool), settings)
+                         hou_of_pairs(rank, pair, settings.own_hou), np.ones(n, dtype=bool), settings)
     return released
 
 
@@ -330,7 +328,7 @@ def evaluate(round_: npt.ArrayLike, rank: Codes, role: Codes, target: Codes,
         k, off[r3] = nearest(clock[r3], beats_s)
         beat[r3] = beats_s[k]
     ok = on_beat(off, settings.tolerance_s)          # NaN compares False
-    must = hou_of_pairs(rank, pair)
+    must = hou_of_pairs(rank, pair, settings.own_hou)
     released, reason = decide(round_, rank, target, result, must, ok, settings)
     return Verdict(clock, beat, off, ok, released, reason, tallies(round_, role, released))
 
@@ -344,4 +342,4 @@ def evaluate_shots(shots: Shots, beats_s: npt.ArrayLike, offset_s: float = 0.0,
 
 __all__ = ["Verdict", "evaluate", "evaluate_shots", "Settings", "huo_called", "arrow_numbers",
            "over_four", "MAX_ARROWS", "hou_of_pairs", "withhold", "NOT_JUDGED",
-           "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES", "OWN_HOU"]
+           "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES"]
