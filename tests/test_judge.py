@@ -18,7 +18,8 @@ from cli_support import default_sigint
 from yuexuan.cli import main
 from yuexuan.data import DataSource
 from yuexuan.live import judge as judge_mod
-from yuexuan.rite.vocabulary import RESULTS, TARGETS
+from rite_support import HOU as TARGETS
+from yuexuan.rite.vocabulary import MISSES, RESULTS
 from yuexuan.scoring import logwrite as logwriter
 from yuexuan.scoring import rules
 
@@ -60,7 +61,7 @@ def round3_arrows(timeline, seed: int) -> list:
         hit = rng.random() < 0.6
         result = "贯" if hit else str(rng.choice([r for r in RESULTS if r != "贯"]))
         own = {"公": "大侯", "宾": "大侯", "卿": "参", "大夫": "参", "士": "干"}[b.rank]
-        target = "" if result in ("不中", "留", "扬", "方") else (
+        target = "" if result in MISSES else (
             own if rng.random() < 0.8 else str(rng.choice(TARGETS)))
         fields = {"archer": b.archer, "rank": b.rank, "role": b.role, "target": target,
                   "result": result, "pair": b.pair, "round": 3}
@@ -210,8 +211,8 @@ def test_judging_options_are_checks(capsys, tmp_path, default_timeline, saved, o
 
 # -- the log --------------------------------------------------------------------------------
 
-ROW = {"time": 1144.32, "archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
-       "result": "贯", "pair": "上耦", "round": 3, "nearest_beat": 1144.3, "offset": 0.02,
+ROW = {"time": 1215.32, "archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
+       "result": "贯", "pair": "上耦", "round": 3, "nearest_beat": 1215.3, "offset": 0.02,
        "on_beat": True, "released": True, "reason": "释"}
 
 
@@ -229,7 +230,7 @@ def test_each_row_is_fsynced_and_the_header_written_once(tmp_path, monkeypatch):
         w.write(ROW | {"round": 2, "on_beat": None, "nearest_beat": None, "offset": None})
     rows = list(csv.reader(io.StringIO(log.read_text(encoding="utf-8"), newline="")))
     assert rows[0] == list(logwriter.COLUMNS) and len(rows) == 4
-    assert rows[1][:3] == ["1144.32", "上耦上射", "士"] and rows[1][10:] == ["true", "true", "释"]
+    assert rows[1][:3] == ["1215.32", "上耦上射", "士"] and rows[1][10:] == ["true", "true", "释"]
     assert rows[2][1] == "a,\"b\"\nc" and rows[3][8:11] == ["", "", ""]
     assert log.read_bytes().endswith(b"\r\n")
 
@@ -239,7 +240,7 @@ def test_a_cut_last_line_is_read_with_a_warning_and_dropped_on_reopen(capsys, tm
     with logwriter.ShotLogWriter(log) as w:
         w.write(ROW)
     whole = log.read_bytes()
-    second = ("1146.41,上耦下射,士,下射,干,贯,上耦,3,1146.3,0.11,false,false,不鼓不释\r\n"
+    second = ("1217.41,上耦下射,士,下射,干,贯,上耦,3,1217.3,0.11,false,false,不鼓不释\r\n"
               .encode("utf-8"))
     for cut in (5, 30, 31, len(second) - 30):           # 31: inside a 3-byte character
         log.write_bytes(whole + second[:cut])
@@ -248,9 +249,9 @@ def test_a_cut_last_line_is_read_with_a_warning_and_dropped_on_reopen(capsys, tm
         assert f"{log}:3: the last line is cut short" in err and "warning" in err
     with logwriter.ShotLogWriter(log) as w:
         assert "cut short" in w.repaired
-        w.write(ROW | {"time": 1146.41})
+        w.write(ROW | {"time": 1217.41})
     got, err = check_rows(capsys, saved, log)
-    assert [g["time"] for g in got] == ["1144.32", "1146.41"] and "cut short" not in err
+    assert [g["time"] for g in got] == ["1215.32", "1217.41"] and "cut short" not in err
     log.write_bytes(b"time,archer,ra")                    # even the header cut
     with logwriter.ShotLogWriter(log) as w:
         assert w.repaired
@@ -305,8 +306,8 @@ def test_a_correction_rejudges_and_the_rewritten_log_is_checks(capsys, tmp_path,
 KILLED_WRITER = r"""
 import sys
 from yuexuan.scoring import logwrite as logwriter
-row = dict(time=1144.32, archer="上耦上射", rank="士", role="上射", target="干", result="贯",
-           pair="上耦", round=3, nearest_beat=1144.3, offset=0.02, on_beat=True, released=True,
+row = dict(time=1215.32, archer="上耦上射", rank="士", role="上射", target="干", result="贯",
+           pair="上耦", round=3, nearest_beat=1215.3, offset=0.02, on_beat=True, released=True,
            reason="释")
 with logwriter.ShotLogWriter(sys.argv[1]) as w:
     rows = []

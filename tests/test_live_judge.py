@@ -278,7 +278,7 @@ def test_a_call_sounds_now_and_panic_releases_it(lishou):
 
 # -- the hub ---------------------------------------------------------------------------------------
 class FakeShow:
-    def __init__(self, order, t=1144.3 - 1131.3):
+    def __init__(self, order, t=1215.3 - 1202.3):
         self.order, self.t, self.calls = order, t, []
 
     def timeline_s(self, at):
@@ -369,9 +369,9 @@ def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
     assert order == ["call", "log", "verdict", "tally"]
     assert show.calls == [hub.calls["获·干"]]
     row, v = out.sent[0]
-    assert (row, v["reason"], v["time"]) == (1, "释", pytest.approx(1144.3))
+    assert (row, v["reason"], v["time"]) == (1, "释", pytest.approx(1215.3))
     logged = read_shots(tmp_path / "shots.csv")                 # check's reader takes the log
-    assert logged.archers == ["上耦上射"] and logged.time[0] == pytest.approx(1144.3)
+    assert logged.archers == ["上耦上射"] and logged.time[0] == pytest.approx(1215.3)
     # the 公's 留: the 大射正 calls; a miss of anyone else: no call
     hub.deliver(osc.Shot({"archer": "公", "rank": "公", "role": "下射", "target": "",
                           "result": "留", "pair": "公耦"}, T))
@@ -435,7 +435,7 @@ def test_hub_reports_bad_messages_and_goes_on(tmp_path, ceremony, lishou):
 def test_screen_shows_the_latest_verdicts(lishou):
     status = operator.Status("playing", lishou.cues[0], 12.0, None, None, True, "rec", True, 5,
                              0, (), 0)
-    text = operator.render(status, judged=("shot 1: 1144.300 s 上耦上射 … 算 释",
+    text = operator.render(status, judged=("shot 1: 1215.300 s 上耦上射 … 算 释",
                                           "round 3: 右 1 算, 左 0 算 — 右贤于左一奇"))
     assert "右贤于左一奇" in text and text.index("shot 1") < text.index("out: rec")
 

@@ -173,6 +173,8 @@ def _plan(args: argparse.Namespace) -> _Plan:
     notify = (osc.OscOut(*osc.host_port(args.osc_out, "--osc-out", need_host=True))
               if args.osc_out else None)
     program, timeline, calls = program_for(args, judged)
+    if sensor_map is not None and timeline.rite is not None:     # its 侯 by name, as the rite has them
+        sensor_map = sensor_map.for_hou(timeline.rite.hou_names)[0]
     judge = play_judging.live_judge(args, timeline) if judged else None
     reserve = play_judging.reserve_bytes(args, judge)
     options = show_mod.ShowOptions(auto=args.auto, from_s=program.from_s, until_s=program.until_s,

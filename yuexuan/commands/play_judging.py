@@ -89,8 +89,8 @@ def live_judge(args: argparse.Namespace, timeline: Timeline) -> Judge:
     span = (min((c.start for c in ceremony.cues), default=0.0), ceremony.duration)
     judge = Judge(rules, round_rosters(ceremony), span_s=span)
     # numpy's first calls in the judge take ~20 ms: spent here on a throwaway, not on the first hit
-    Judge(rules, None).shot({"archer": "-", "rank": "士", "role": "上射", "target": "干",
-                             "result": "贯"}, 0.0)
+    Judge(rules, None).shot({"archer": "-", "rank": rules.ranks[-1], "role": "上射",
+                             "target": rules.hou[-1], "result": "贯"}, 0.0)
     return judge
 
 

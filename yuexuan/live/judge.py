@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from yuexuan.errors import UserError
-from yuexuan.rite.vocabulary import ARCHER_RANKS, MISS_RESULTS, RESULTS, ZHENG_CALLS
+from yuexuan.rite.vocabulary import MISSES, RESULTS, ZHENG_CALLS
 from yuexuan.scoring import report, tally
 from yuexuan.scoring.growing_log import ShotColumns, changed, row_at
 from yuexuan.scoring.logread import FIELDS
@@ -136,7 +136,7 @@ class Judge:
         self.rosters = rosters or {}
         self.known = {a for r in self.rosters.values() for a in r}
         self.known_only = known_only and bool(self.known)
-        self._log = ShotColumns()
+        self._log = ShotColumns(rules.ranks, rules.hou)
         self._pending: dict[str, float] = {}         # archer → his pending loose (timeline s)
         self._rows: list[dict[str, Any]] = []         # the latest verdict row of every shot
         self._arrows: dict[tuple[int, str], int] = {}         # (round, archer) → shots so far
@@ -271,7 +271,7 @@ class Judge:
                              f"arrow {arrow}", "arrow")
         i = in_round[arrow - 1]
         row = dict(text[i], result=result.strip())
-        if row["result"] in MISS_RESULTS:
+        if row["result"] in MISSES:
             row["target"] = ""
         elif target is not None:
             row["target"] = target.strip()
@@ -293,7 +293,7 @@ class Judge:
         for k in [*moved, index]:
             self._rows[k] = row_at(shots, verdict, k)
         revised = tuple((k + 1, self._rows[k]) for k in moved)
-        rank, result = ARCHER_RANKS[shots.rank[index]], RESULTS[shots.result[index]]
+        host, result = shots.rank[index] == self.rules.settings.host, RESULTS[shots.result[index]]
         # the 获者 calls by the whole log (a partner's rank decides the 侯), as compile --shots does
         huo = bool(tally.huo_called(shots.rank, shots.target, shots.result, shots.pair,
                                     self.rules.settings)[index])
@@ -303,7 +303,7 @@ class Judge:
                      "archer has four (乘矢)",) if added and arrows > tally.MAX_ARROWS else ())
         return JudgedShot(index + 1, self._rows[index], bool(verdict.released[index]),
                           tally.REASONS[verdict.reason[index]], huo,
-                          result if rank == "公" and result in ZHENG_CALLS else None,
+                          result if host and result in ZHENG_CALLS else None,
                           loose_s, verdict.tallies, revised,
                           self._round_end(verdict, round_) if added else None, warnings)
 
@@ -315,7 +315,7 @@ class Judge:
         if any(self._arrows.get((round_, a), 0) < tally.MAX_ARROWS for a in roster):
             return None
         self._ended.add(round_)
-        tally = next((t for t in verdict.tallies if t["round"] == round_), None)
-        if tally is None:             # round 1: 获而未释获, nothing to announce but that
+        count = next((t for t in verdict.tallies if t["round"] == round_), None)
+        if count is None:             # round 1: 获而未释获, nothing to announce but that
             return RoundEnd(round_, 0, 0, "获而未释获")
-        return RoundEnd(round_, tally["右"], tally["左"], tally["announcement"])
+        return RoundEnd(round_, count["右"], count["左"], count["announcement"])
