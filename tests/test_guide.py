@@ -415,6 +415,33 @@ def test_bad_audio_is_a_user_error(tmp_path, capsys):
     assert err.count("\n") == 1 and "no.flac" in err
 
 
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
+
+
+def test_audio_of_another_selection_is_refused_naming_both_lengths(tmp_path, capsys, timeline):
+    """``guide cues/dashe.toml --audio luming.wav``: 鹿鸣's render is not the whole sheet's; so is
+    audio a random amount beyond 2 s short or 2 s + the ring-out long (seed printed)."""
+    import random
+
+    from yuexuan.commands.guide import LENGTH_SLACK_S, RING_OUT_S
+
+    cue = timeline.cue("luming")
+    seed = random.randrange(2 ** 32)
+    rng = random.Random(seed)
+    cases = [cue.end - cue.start, timeline.duration - LENGTH_SLACK_S - rng.uniform(0.1, 60),
+             timeline.duration + LENGTH_SLACK_S + RING_OUT_S + rng.uniform(0.1, 60)]
+    for k, seconds in enumerate(cases):
+        audio = tmp_path / f"luming{k}.wav"
+        sf.write(audio, np.zeros(int(seconds * 1000), dtype="int16"), 1000)
+        assert cli.main(["guide", str(CUES), "-o", str(tmp_path / "g"), "--audio", str(audio)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, (seed, err)
+        assert _clock(seconds) in err and _clock(timeline.duration) in err and audio.name in err, (seed, err)
+    assert not (tmp_path / "g").exists()
+
+
 @pytest.fixture(scope="module")
 def rendered_site(tmp_path_factory):
     """The renderer's audio of 貍首 alone and a guide of the same selection."""

@@ -4,6 +4,7 @@ piped, they print nothing extra on stderr. The terminal is a real pseudo-termina
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 import soundfile as sf
 
 from yuexuan.commands.progress import Progress
+from yuexuan.timeline import from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 CUES = ROOT / "cues" / "dashe.toml"
@@ -120,8 +122,9 @@ def test_guide_on_a_terminal_shows_the_bar_while_it_renders(one_cue, tmp_path):
 
 
 def test_guide_with_its_audio_given_draws_no_bar(one_cue, tmp_path):
-    audio = tmp_path / "given.wav"
-    sf.write(str(audio), [0.0] * 8000, 8000)
+    audio = tmp_path / "given.wav"           # as long as the cue (guide refuses another length)
+    seconds = from_dict(json.loads(one_cue.read_text(encoding="utf-8"))).duration
+    sf.write(str(audio), [0.0] * int(seconds * 8000), 8000)
     rc, _, terminal = run_on_terminal(["guide", one_cue, "-o", tmp_path / "site", "--audio", audio])
     assert rc == 0, terminal
     assert bar_frames(terminal, "guide") == []

@@ -407,9 +407,11 @@ def test_build_writes_the_ceremony_audio_with_chapters(default_build, default_ti
 
 
 def test_limiter_holds_the_true_peak_when_one_gain_cannot(tmp_path):
-    """A soft held pipe with hard drum strokes: the gain that makes −16 LUFS would put the strokes
+    """A soft held pipe (velocity 30: at 12 the two strokes alone carry the gated loudness, which
+    the limiter then cannot raise to −16 LUFS in three passes since the 建鼓 decays in 1.9 s, not
+    3.5) with hard drum strokes: the gain that makes −16 LUFS would put the strokes
     over −1 dBTP, so the limiter must act — and both targets still hold, measured independently."""
-    notes = [Note(0.2 + 2.0 * i, 2.0, "簜", "t", 69, 345.0, 12) for i in range(20)]
+    notes = [Note(0.2 + 2.0 * i, 2.0, "簜", "t", 69, 345.0, 30) for i in range(20)]
     notes += [Note(5.0 + 15.0 * i, 0.3, "建鼓·东", "t", 41, None, 127) for i in range(2)]
     notes.sort(key=lambda n: (n.time, n.instrument))
     cue = Cue("t", "test", "奏", 0.0, 41.0, ("簜", "建鼓·东"), False, "「test」")

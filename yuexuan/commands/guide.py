@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import soundfile as sf
+
+from yuexuan.audio.synthesis import synth
 from yuexuan.commands.common import (
     add_cues_argument,
     add_selection_argument,
@@ -49,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
                             f"{', '.join(sorted(guide.AUDIO_TYPES))}", file=str(audio), key="--audio")
     source = data_source(args)
     timeline = load_timeline(args, "guide", source)
+    if audio is not None:
+        audio_of_the_selection(audio, timeline.duration)
     court = courtyard.for_timeline(timeline, source)
     progress = Progress("guide")        # on a terminal: the bar while rendering, a line per stage
     if audio is None and not args.no_audio:
@@ -59,6 +64,33 @@ def run(args: argparse.Namespace) -> int:
     print(f"{out / 'index.html'}: the audio guide, {len(timeline.cues)} cues, {len(written)} files in {out}"
           + (" (no audio: --no-audio)" if audio is None else f" (audio: {audio.name})"))
     return 0
+
+
+#: what a render adds after its selection's end: the longest ring-out (a bell's 9 s, capped) and the
+#: room's latest arrival and tail (the 公宫's gate echo, 0.76 s; the tail, 0.8 s), s
+RING_OUT_S = max(synth.RING_CAP_S.values()) + 1.0
+LENGTH_SLACK_S = 2.0            # the audio may be this much shorter, or longer besides the ring-out
+
+
+def audio_of_the_selection(audio: Path, selection_s: float) -> None:
+    """Refuse (one line naming both lengths) audio whose length is not the selection's: shorter by
+    more than LENGTH_SLACK_S or longer by more than that plus RING_OUT_S (another selection's
+    render: its captions and header would name times the player never reaches)."""
+    try:
+        seconds = sf.info(str(audio)).duration
+    except (RuntimeError, sf.LibsndfileError):
+        return                          # a format libsndfile does not read (m4a, opus): not checked
+    if selection_s - LENGTH_SLACK_S <= seconds <= selection_s + LENGTH_SLACK_S + RING_OUT_S:
+        return
+    raise UserError(f"the audio is {_clock(seconds)} ({seconds:.1f} s) long but the selection is "
+                    f"{_clock(selection_s)} ({selection_s:.1f} s), with up to "
+                    f"{LENGTH_SLACK_S + RING_OUT_S:.0f} s of ring-out: render the same cue sheet and "
+                    f"--cues, or give --no-audio", file=str(audio), key="--audio")
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
 
 
 def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, source: DataSource,

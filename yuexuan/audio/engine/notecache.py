@@ -42,12 +42,14 @@ class NoteKey(NamedTuple):
     syllable: str | None             # voices: "initial|final|tone" (tone 0 when sung: a note's pitch)
     singer: int = -1                 # voices: the ensemble's singer, −1 for the single voice
     f0_st: tuple[float, ...] | None = None   # a spoken syllable's F0 contour (the note's), else None
+    stroke: int = -1                 # drums: which of the drum's strokes (drums.stroke), −1 nominal
 
     def seed(self) -> int:
         """The noise seed of this waveform (from its identity, never a global RNG)."""
         contour = () if self.f0_st is None else (self.f0_st,)
+        stroke = (self.stroke,) if self.stroke >= 0 else ()
         return synth.seed_of(self.instrument, self.hz, self.velocity, self.duration_s, self.syllable,
-                             self.singer, *contour)
+                             self.singer, *contour, *stroke)
 
     def reading(self) -> Reading | None:
         if self.syllable is None:
@@ -63,9 +65,9 @@ def velocity_bucket(velocity: int) -> int:
 
 def note_key(instrument: str, family: str, hz: float | None, velocity: int, duration_s: float,
              lyric: str | None, reading: Reading | None = None, singer: int = -1,
-             f0_st: tuple[float, ...] | None = None) -> NoteKey:
+             f0_st: tuple[float, ...] | None = None, stroke: int = -1) -> NoteKey:
     """The :class:`NoteKey` of a note (a voice's ``reading``: else that of ``lyric`` alone; a
-    spoken voice's F0 contour ``f0_st``, the note's)."""
+    spoken voice's F0 contour ``f0_st``, the note's; a drum's ``stroke``)."""
     dur = round(round(duration_s / DURATION_STEP_S) * DURATION_STEP_S, 3) \
         if family in synth.SUSTAINED else 0.0
     syllable = None
@@ -74,7 +76,8 @@ def note_key(instrument: str, family: str, hz: float | None, velocity: int, dura
         syllable = f"{r.initial}|{r.final}|{r.tone if hz is None else 0}"
     return NoteKey(instrument, None if hz is None else round(float(hz), 6),
                    velocity_bucket(velocity), dur, syllable, singer if family == "voice" else -1,
-                   tuple(f0_st) if f0_st is not None and family == "voice" and hz is None else None)
+                   tuple(f0_st) if f0_st is not None and family == "voice" and hz is None else None,
+                   stroke if family == "drum" else -1)
 
 
 def lead_samples(key: NoteKey, sample_rate: int) -> int:
@@ -88,7 +91,7 @@ def note_from_key(key: NoteKey, family: str, params: dict[str, Any],
     """Render the waveform ``key`` stands for (float32 mono; seeded by the key)."""
     return synth.note(family, params, key.hz, key.velocity, key.duration_s, sample_rate,
                       seed=key.seed(), reading=key.reading(), singer=key.singer, name=key.instrument,
-                      f0_st=key.f0_st)
+                      f0_st=key.f0_st, stroke=key.stroke)
 
 
 class NoteCache:

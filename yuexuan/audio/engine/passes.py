@@ -23,6 +23,7 @@ from yuexuan.audio.engine.mix import blocks, limiter_gain
 from yuexuan.audio.engine.plan import Plan
 from yuexuan.audio.engine.spool import Spool
 from yuexuan.audio.loudness import bs1770, gainfit
+from yuexuan.audio.loudness.dc_free import DcFreeLimiting
 
 LIMITER_WINDOW_S = 0.004       # gain falls over 2 windows before a peak and recovers after
 
@@ -123,6 +124,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
     # only chunks within TP_SEARCH_DB of it are oversampled
     tp = bs1770.TruePeakMeter(floor=min(max(m.peaks, default=0.0) * gain * 0.999, ceiling))
     out = Levelled({}, 0, 0.0)
+    dc_free = DcFreeLimiting(sr)       # the limiter takes away no DC (yuexuan/audio/loudness/dc_free.py)
     carry = None                       # K-filter state of the limited output, while it differs
     silence = np.zeros((0, 2), np.float32)
     first = max(0, k0 - 1)
@@ -147,7 +149,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
                 if len(head) < lead:
                     head = np.concatenate([head, np.zeros((lead - len(head), 2), np.float32)])
                 g = limiter_gain(np.concatenate([prev_tail, cur, head]), ceiling, window, lead)
-            y = cur if g is None else cur * g[:, None]
+            y = dc_free.apply(cur, g)
             prev_tail = cur[-lead:] if len(cur) >= lead else np.concatenate([prev_tail, cur])[-lead:]
             if g is not None or carry is not None:
                 zi = carry if carry is not None else m.states[k] * gain

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from yuexuan.audio.engine import notecache
 from yuexuan.audio.engine.gain_envelope import Envelope, GainEnvelope, by_instrument
 from yuexuan.audio.room import space, tail
-from yuexuan.audio.synthesis import source_level, synth
+from yuexuan.audio.synthesis import drums, source_level, synth
 from yuexuan.audio.voice import ensemble
 from yuexuan.audio.voice.line_readings import readings
 from yuexuan.data import DataSource
@@ -224,11 +224,16 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
 
     starts, ends, gains, keys, inst_idx, mono_taps = [], [], [], [], [], []
     said = readings(notes, {nm: b.family for nm, b in insts.items()}, data)
+    strokes = drums.timeline_strokes([n.instrument for n in notes],
+                                     {nm for nm, b in insts.items() if b.family == "drum"})
     for j, n in enumerate(notes):
         body = insts[n.instrument]
         pos = moved.get((n.cue, n.instrument), body.position_m)
         hz = n.hz if body.pitched else None
         gain = source_level.velocity_gain(n.velocity) * body.level           # the waveform's level is 1
+        stroke = strokes.get(j, -1)
+        if stroke >= 0:                    # a drum's stroke: its own force
+            gain *= drums.stroke_gain(stroke)
         if ensemble.is_ensemble(body.family, body.synth, body.performers):
             st = ensemble.settings_of(body.synth)
             offsets, levels = ensemble.rendition(synth.seed_of(n.instrument, n.cue, round(n.time, 4)),
@@ -243,7 +248,7 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
         for singer, k, offset_s, level in voices:
             place = placements[k]
             note_key = notecache.note_key(n.instrument, body.family, hz, n.velocity, n.duration, n.lyric,
-                                          said.get(j), singer, n.f0_st)
+                                          said.get(j), singer, n.f0_st, stroke)
             key = PlacedKey(note_key, k if singer < 0 else -1)   # a singer's take is placed in the mix
             s = int(round((n.time + offset_s) * sr)) + place.delay_samples \
                 - notecache.lead_samples(note_key, sr)

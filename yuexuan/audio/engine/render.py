@@ -36,6 +36,7 @@ from yuexuan.audio.engine.output import output_format
 from yuexuan.audio.engine.plan import Options, Plan, plan
 from yuexuan.audio.engine.spool import Spool
 from yuexuan.audio.loudness import bs1770, gainfit
+from yuexuan.audio.loudness.dc_free import DcFreeLimiting
 from yuexuan.data import DataSource
 from yuexuan.formats import captions
 from yuexuan.rite import courtyard
@@ -251,8 +252,14 @@ def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, cei
             files.enter_context(atomic.atomic_path(out_path)), sr, fmt, subtype))
         if stems_dir is not None:
             stems_dir.mkdir(parents=True, exist_ok=True)
+        # WAV stems in 32-bit float: one instrument alone may pass full scale where the others
+        # cancel it in the mix (the 建鼓 of 貍首, limited together; issue 29), and a 16-bit stem
+        # would clip there and no longer add up to the mix
+        float_stems = fmt == "WAV"
         stem_files = [files.enter_context(output.open_stereo(
-            files.enter_context(atomic.atomic_path(path)), sr, fmt, subtype)) for path in stem_paths]
+            files.enter_context(atomic.atomic_path(path)), sr, fmt, "FLOAT" if float_stems else subtype))
+            for path in stem_paths]
+        limiting = [DcFreeLimiting(sr) for _ in stem_files]     # each stem as the mix (passes.level)
 
         def write(k: int, y: npt.NDArray[np.float32], parts: dict[int, npt.NDArray[np.float32]],
                   g: npt.NDArray[np.floating[Any]] | None) -> None:
@@ -260,12 +267,11 @@ def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, cei
             for i, f in enumerate(stem_files):
                 part = parts.get(i)
                 if part is None:
-                    f.write(np.zeros(y.shape, dtype=np.int16))
-                    continue
-                part *= np.float32(gain)
-                if g is not None:
-                    part *= g[:, None]
-                f.write(output.to_pcm16(part))
+                    part = np.zeros(y.shape, dtype=np.float32)
+                else:
+                    part *= np.float32(gain)
+                part = limiting[i].apply(part, g)
+                f.write(part if float_stems else output.to_pcm16(part))
 
         q = passes.level(p, block, 0, len(m.peaks), gain, ceiling, m, write, checkpoint,
                          _share_of(progress, "level", 0.5, 0, len(m.peaks), len(m.peaks)),

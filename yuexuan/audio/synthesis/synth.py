@@ -35,17 +35,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from yuexuan.audio.dsp import butter_bandpass_sos, sosfilt
 from yuexuan.audio.synthesis import drums
 from yuexuan.audio.synthesis.primitives import (
     DECAY_SPAN,
     RELEASE_S,
+    RELEASE_T60_S,
     burst,
     envelope,
     noise,
     normalise,
-    onepole_lowpass,
     sustained,
     wavetable,
+    without_dc,
 )
 from yuexuan.audio.voice import takes
 from yuexuan.pronunciation import Reading
@@ -53,9 +55,10 @@ from yuexuan.pronunciation import Reading
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "string": 6.0}   # drums: drums.RING_CAP_S
 SUSTAINED = ("pipe", "voice")   # families held for the note's duration; the others ring out
-#: time constants a stone with a ``loss_factor`` rings for: e^−8 is −69 dB, so with the fade of
-#: its last 10 % a 磬 ends below −60 dB re its peak
+#: time constants a stone with a ``loss_factor`` (or a string with a ``t60_s``) rings for: e^−8 is
+#: −69 dB, so with the fade of its last 10 % the note ends below −60 dB re its peak, never cut
 STONE_SPAN = 8.0
+T60_PER_TAU = math.log(1000.0)   # T60 = 6.91 τ
 
 
 def seed_of(*identity: object) -> int:
@@ -109,6 +112,14 @@ def _fade_tail(x: npt.NDArray[np.float32], fraction: float = 0.1) -> npt.NDArray
     return x
 
 
+def _dc_free(x: npt.NDArray[np.float32], tau_s: float, sample_rate: int) -> npt.NDArray[np.float32]:
+    """``x`` without DC (in place): a decaying sine starting from zero sums to about 1/ω of its
+    amplitude, so a 鑮's note alone carried DC at −57 to −62 dB re its RMS; it is taken out along
+    the slowest mode's envelope (e^(−t/τ)), which starts with the note."""
+    shape = np.exp(-np.arange(len(x), dtype=np.float64) / (max(tau_s, 1e-3) * sample_rate))
+    return without_dc(x, shape)
+
+
 def _ring_samples(family: str, taus: Sequence[float], sample_rate: int) -> int:
     return int(min(RING_CAP_S[family], DECAY_SPAN * max(taus)) * sample_rate)
 
@@ -136,7 +147,7 @@ def bell(p: dict[str, Any], hz: float, velocity: int, sample_rate: int, seed: in
     rng = np.random.default_rng(seed)
     thump = burst(rng, n, 0.004, sample_rate, cutoff_hz=2.5 * hz)
     out[:len(thump)] += 0.25 * bright * thump
-    return normalise(_fade_tail(out), 1.0)
+    return normalise(_dc_free(_fade_tail(out), max(taus), sample_rate), 1.0)
 
 
 def stone_taus(p: dict[str, Any], hz: float) -> list[float]:
@@ -172,13 +183,27 @@ def stone(p: dict[str, Any], hz: float, velocity: int, sample_rate: int,
     rng = np.random.default_rng(seed)
     click = burst(rng, n, 0.003, sample_rate, cutoff_hz=3000.0, highpass=True)
     out[:len(click)] += float(p.get("attack_noise", 0.15)) * 2.0 * bright * click
-    return normalise(_fade_tail(out), 1.0)
+    return normalise(_dc_free(_fade_tail(out), max(taus), sample_rate), 1.0)
+
+
+def string_tau(p: dict[str, Any]) -> float:
+    """τ of a string's fundamental, s: ``t60_s`` / 6.91, else the file's ``decay_s``."""
+    t60 = p.get("t60_s")
+    return float(t60) / T60_PER_TAU if t60 is not None else float(p.get("decay_s", 2.5))
+
+
+def _string_samples(p: dict[str, Any], sample_rate: int) -> int:
+    """A string with ``t60_s`` rings until its fundamental is :data:`STONE_SPAN` time constants
+    down (below −60 dB re its peak, never cut); else as the other struck bodies."""
+    if p.get("t60_s") is None:
+        return _ring_samples("string", [string_tau(p)], sample_rate)
+    return int(math.ceil(STONE_SPAN * string_tau(p) * sample_rate))
 
 
 def string(p: dict[str, Any], hz: float, velocity: int, sample_rate: int,
            seed: int) -> npt.NDArray[np.float32]:
     """瑟: modal plucked string (harmonics, stiffness, faster decay for higher harmonics)."""
-    tau1 = float(p.get("decay_s", 2.5))
+    tau1 = string_tau(p)
     bright = float(p.get("brightness", 0.6)) * (0.6 + 0.4 * velocity / 127.0)
     body = list(p.get("body_hz", []))
     pluck = 0.22
@@ -193,18 +218,19 @@ def string(p: dict[str, Any], hz: float, velocity: int, sample_rate: int,
     amps = np.minimum(amps, 0.9 * amps[0])
     amps[0] = amps[0] / 0.9
     taus = tau1 / (1 + 0.12 * (k - 1) + 0.002 * (k - 1) ** 2)
-    n = _ring_samples("string", [tau1], sample_rate)
+    n = _string_samples(p, sample_rate)
     out = np.zeros(n, dtype=np.float32)
     _decaying_sines(out, 0, fk, amps, taus, sample_rate)
     rng = np.random.default_rng(seed)
     pick = burst(rng, n, 0.002, sample_rate, cutoff_hz=4000.0)
     out[:len(pick)] += 0.1 * amps[0] * pick
-    return normalise(_fade_tail(out), 1.0)
+    return normalise(_dc_free(_fade_tail(out), tau1, sample_rate), 1.0)
 
 
 def pipe(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_rate: int,
          seed: int) -> npt.NDArray[np.float32]:
-    """簜: harmonics plus band-limited breath noise, soft attack, light vibrato."""
+    """簜: harmonics plus breath noise in a band (``breath_band_hz``, × the note's frequency at
+    its low edge), a slow attack, light vibrato, an exponential release (``release_t60_s``)."""
     harm = list(p.get("harmonics", [1.0, 0.35, 0.5, 0.12, 0.15]))
     harm = [a for h, a in enumerate(harm, start=1) if h * hz < 0.45 * sample_rate]
     n_on = max(1, int(duration_s * sample_rate))
@@ -212,11 +238,14 @@ def pipe(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_
     rng = np.random.default_rng(seed)
     tone = sustained(wavetable(harm), hz, n, sample_rate, float(p.get("vibrato_cents", 6.0)),
                      float(p.get("vibrato_hz", 4.5)), rng.random() * 2 * math.pi)
-    breath = onepole_lowpass(noise(rng, n), 2.5 * hz, sample_rate)
-    breath -= onepole_lowpass(breath, 0.7 * hz, sample_rate)
+    low, high = (float(v) for v in p.get("breath_band_hz", (0.7, 4000.0)))
+    low_hz = min(low * hz, 0.4 * sample_rate)
+    high_hz = min(max(high, 1.5 * low_hz), 0.45 * sample_rate)
+    breath = sosfilt(butter_bandpass_sos(2, low_hz, high_hz, sample_rate), noise(rng, n)).astype(np.float32)
     nb = float(p.get("breath_noise", 0.12)) * (0.7 + 0.6 * velocity / 127.0)
-    out = tone + nb * 3.0 * breath
-    out *= envelope(n, n_on, float(p.get("attack_s", 0.06)), sample_rate)
+    out = tone + nb * breath
+    out *= envelope(n, n_on, float(p.get("attack_s", 0.06)), sample_rate,
+                    float(p.get("release_t60_s", RELEASE_T60_S)))
     return normalise(out, 1.0)
 
 
@@ -227,18 +256,19 @@ def pipe(p: dict[str, Any], hz: float, velocity: int, duration_s: float, sample_
 def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, duration_s: float,
          sample_rate: int, seed: int = 0, lyric: str | None = None,
          reading: Reading | None = None, singer: int = -1, name: str = "",
-         f0_st: tuple[float, ...] | None = None) -> npt.NDArray[np.float32]:
+         f0_st: tuple[float, ...] | None = None, stroke: int = -1) -> npt.NDArray[np.float32]:
     """One note as float32 mono samples (peak 1). ``hz`` None for unpitched drums and for a
     spoken voice (a call on its syllable's tone).
 
     Struck families ring out (up to :data:`RING_CAP_S`) whatever the duration; pipe and voice
     sustain for ``duration_s`` and release over :data:`RELEASE_S`. A voice sings ``reading`` (else
     the reading of ``lyric``), its take starting ``takes.lead_samples`` before the note's time; a
-    spoken one follows its F0 contour ``f0_st`` (the note's) where it has one.
+    spoken one follows its F0 contour ``f0_st`` (the note's) where it has one. A drum plays
+    ``stroke`` (:func:`yuexuan.audio.synthesis.drums.stroke`; −1 the nominal one).
     """
     velocity = max(1, min(127, int(velocity)))
     if family == "drum":
-        return drums.drum(params, velocity, sample_rate, seed)
+        return drums.drum(params, velocity, sample_rate, seed, stroke)
     if family == "voice":
         if hz is not None and not hz > 0:
             raise ValueError(f"a voice note needs a positive frequency or None, got {hz!r}")
@@ -266,7 +296,7 @@ def length(family: str, params: dict[str, Any], duration_s: float, sample_rate: 
     if family in SUSTAINED:
         return max(1, int(duration_s * sample_rate)) + int(RELEASE_S * sample_rate)
     if family == "string":
-        return _ring_samples("string", [float(params.get("decay_s", 2.5))], sample_rate)
+        return _string_samples(params, sample_rate)
     if family == "drum":
         return drums.length(params, sample_rate)
     if family == "stone":

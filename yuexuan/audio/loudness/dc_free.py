@@ -1,0 +1,57 @@
+"""A limiter's gain applied without leaving DC behind.
+
+A look-ahead limiter multiplies the mix by a gain g ≤ 1 for a few milliseconds around a peak: what
+it takes away, c = x·(1 − g), is part of a half-cycle of the loudest sound (the first, positive
+lobe of a 建鼓 stroke's 55 Hz fundamental), and so carries DC. Measured on 貍首 from the 宾's
+seat: each limited stroke's first second at −37 dB DC re its RMS, the whole mix at −48 dB
+(issue 29). Here what was taken away is given back as a slow pulse of the same area right after
+the limited stretch: y = x·g + Σc·h(t − end), h a Hann window of :data:`PULSE_S` with unit sum
+(its spectrum lies below 2/PULSE_S = 8 Hz, under hearing and under the K-weighting). y carries
+the DC of x and no more, over any stretch that holds the pulse; nothing starts earlier (the pulse
+follows the peak), and it is added where the limiter has let go (a pulse of 1 % of full scale for
+a stroke limited by 6 dB). Linear in x: stems limited each with its own :class:`DcFreeLimiting`
+still add up to the mix.
+
+Hand-written: the limiter is the project's (yuexuan/audio/engine/mix.py); no library gives a gain
+whose remainder is DC-free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+PULSE_S = 0.25          # the restoring pulse's length, s
+
+
+class DcFreeLimiting:
+    """Applies a limiter's gain to consecutive blocks of one signal (n, channels)."""
+
+    def __init__(self, sample_rate: int, channels: int = 2) -> None:
+        n = max(2, int(PULSE_S * sample_rate))
+        h = np.hanning(n + 2)[1:-1]
+        self._pulse = h / h.sum()
+        self._pending = np.zeros((0, channels))        # pulses still to be added, from sample 0
+
+    def apply(self, x: npt.NDArray[np.float32],
+              g: npt.NDArray[np.floating] | None) -> npt.NDArray[np.float32]:
+        """``x`` (n, channels) float32 with the gain ``g`` (n,) applied (None: 1 throughout): a new
+        array, or ``x`` itself when nothing is to be done."""
+        if g is None and not len(self._pending):
+            return x
+        n = len(x)
+        y = x.astype(np.float64)
+        if g is not None:
+            gain = np.asarray(g, dtype=np.float64)[:, None]
+            area = (y * (1.0 - gain)).sum(axis=0)
+            y *= gain
+            end = int(np.flatnonzero(np.asarray(g) < 1.0)[-1]) + 1 if np.any(np.asarray(g) < 1.0) else n
+            need = end + len(self._pulse)
+            if len(self._pending) < need:
+                self._pending = np.concatenate(
+                    [self._pending, np.zeros((need - len(self._pending), y.shape[1]))])
+            self._pending[end:need] += self._pulse[:, None] * area[None, :]
+        m = min(n, len(self._pending))
+        y[:m] += self._pending[:m]
+        self._pending = self._pending[m:] if len(self._pending) > n else self._pending[:0]
+        return y.astype(np.float32)
