@@ -175,7 +175,10 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     beats = tuple(sorted(b.beats, key=lambda x: x.time))
     ceremony = Ceremony(sheet.name, sheet.rank, rank.suspension, sheet.huangzhong_hz, dict(sheet.variants),
                         sheet.gap_seconds)
-    facts = {name: rank_facts(i, voices) for name, i in insts.items() if b.present(i)}
+    # a body not hung that no note of the ceremony sounds is not there (the 乡射's 笙 at a 大射)
+    sounding = {x.instrument for x in notes}
+    facts = {name: rank_facts(i, voices) for name, i in insts.items()
+             if b.present(i) and (name in rank.instruments or name in sounding)}
     for name, rows in instruments_mod.place_summary({c.id: c.places for c in cues}).items():
         facts[name]["places"] = rows          # the drawing's key to where they go (docs/timeline.md)
     speed = sheet.hits_midi.arrow_speed_m_s if sheet.hits_midi is not None else DEFAULT_ARROW_SPEED_M_S

@@ -23,9 +23,9 @@ from yuexuan.publish.drawing_geometry import Labeller, Panel, clusters, text_wid
 from yuexuan.rite.courtyard import Courtyard, Listener
 
 FAMILY_COLOUR = {"bell": "#b8860b", "stone": "#5f7f8f", "drum": "#a0402a", "string": "#6b4f9f",
-                 "pipe": "#3f7f3f", "voice": "#2f4f8f"}
+                 "pipe": "#3f7f3f", "free_reed": "#6f7f2f", "voice": "#2f4f8f"}
 FAMILY_EN = {"bell": "bells", "stone": "stone chimes", "drum": "drums", "string": "zithers",
-             "pipe": "pipes", "voice": "voices"}
+             "pipe": "pipes", "free_reed": "mouth organs", "voice": "voices"}
 XIAN_LABEL = {"东": "东县 east", "西": "西县 west", "北": "北 (阶间) north", "堂上": "堂上 on the hall"}
 
 # Detail panel: the 县 and the 堂 (metres), and its scale (px per metre).
@@ -76,6 +76,8 @@ def _marker(g: ET.Element, family: str, cx: float, cy: float, r: float = 7.0) ->
     elif family == "pipe":
         _el(g, "path", class_="yx-mark", fill=fill,
             d=f"M{cx:.1f},{cy - r:.1f} L{cx + r:.1f},{cy + r:.1f} L{cx - r:.1f},{cy + r:.1f} Z")
+    elif family == "free_reed":  # a mouth organ: its pipes standing in a row
+        _el(g, "rect", class_="yx-mark", x=cx - 0.6 * r, y=cy - r, width=1.2 * r, height=2 * r, fill=fill)
     else:                        # voices: a diamond
         _el(g, "path", class_="yx-mark", fill=fill,
             d=f"M{cx:.1f},{cy - r:.1f} L{cx + r:.1f},{cy:.1f} L{cx:.1f},{cy + r:.1f} "

@@ -31,9 +31,11 @@ if TYPE_CHECKING:                    # music21 is imported when a score is made 
 
 #: group key -> (part name, abbreviation); in score order, top to bottom.
 GROUPS = {"歌": ("歌 Voices", "歌"), "瑟": ("瑟 Zithers", "瑟"), "簜": ("簜 Pipes", "簜"),
+          "笙": ("笙·和 Mouth organs", "笙"),
           "钟": ("钟·鑮 Bells", "钟"), "磬": ("磬 Stone chimes", "磬"), "鼓": ("鼓·鼙·鼗 Drums", "鼓"),
           "呼": ("呼 Calls (获, 诺)", "呼")}
-_FAMILY_GROUP = {"bell": "钟", "stone": "磬", "drum": "鼓", "string": "瑟", "pipe": "簜", "voice": "歌"}
+_FAMILY_GROUP = {"bell": "钟", "stone": "磬", "drum": "鼓", "string": "瑟", "pipe": "簜", "free_reed": "笙",
+                 "voice": "歌"}
 #: display positions (step, octave) of the unpitched drums on the percussion staff, by kind.
 DRUM_LINE = {"建鼓": ("F", 4), "鼙": ("C", 5), "鼗": ("G", 5)}
 GRID = 4                     # divisions of a quarter note onsets are quantised to (sixteenths)

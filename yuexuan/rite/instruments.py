@@ -12,8 +12,8 @@ from yuexuan.rite import names, tomlfile
 from yuexuan.rite.synth_keys import SYNTH_KEYS
 from yuexuan.rite.tuning import Pitch, parse_pitch
 
-FAMILIES = ("bell", "stone", "drum", "string", "pipe", "voice")
-KINDS = ("磬", "钟", "鑮", "建鼓", "鼙", "鼗", "簜", "瑟", "歌", "呼")
+FAMILIES = ("bell", "stone", "drum", "string", "pipe", "free_reed", "voice")
+KINDS = ("磬", "钟", "鑮", "建鼓", "鼙", "鼗", "簜", "笙", "瑟", "歌", "呼")
 XIAN = ("东", "西", "北", "南", "堂下", "堂上", "侯")   # 堂下: at the 堂's foot, not hung (the 簜)
 SUSPENSIONS = ("编悬", "特悬")
 _KEYS = {"name", "pinyin", "alias", "english", "family", "kind", "xian", "suspension", "count", "pitched",
@@ -91,8 +91,8 @@ class Instrument:
     name: str                  # exact timeline name, e.g. 建鼓·东
     pinyin: str
     english: str
-    family: str                # bell | stone | drum | string | pipe | voice
-    kind: str                  # its role in a 县: 磬 钟 鑮 建鼓 鼙 鼗 簜 瑟 歌 呼
+    family: str                # bell | stone | drum | string | pipe | free_reed | voice
+    kind: str                  # its role in a 县: 磬 钟 鑮 建鼓 鼙 鼗 簜 笙 瑟 歌 呼
     xian: str                  # 东 | 西 | 北 | 南 (hung sides) | 堂下 | 堂上 | 侯
     position_m: tuple[float, ...]  # (x east, y north, z up), metres, ceremony/courtyard.toml frame
     facing: str

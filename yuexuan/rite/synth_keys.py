@@ -18,6 +18,9 @@ SYNTH_KEYS: dict[str, frozenset[str]] = {
     "string": COMMON | {"decay_s", "t60_s", "brightness", "body_hz"},
     "pipe": COMMON | {"harmonics", "vibrato_cents", "vibrato_hz", "breath_noise", "breath_band_hz",
                       "attack_s", "release_t60_s"},
+    # yuexuan.audio.synthesis.free_reed: the reed, its slot, its pipe, the attack, the 和音
+    "free_reed": COMMON | {"reed_offset", "slot_depth", "gap", "edge", "pipe_detune", "pipe_radius_m",
+                           "attack_cycles", "release_s", "dyad", "dyad_level"},
     "drum": COMMON | {"modes", "fundamental_hz", "amplitudes", "decay_s", "contact_ms", "upper_level",
                       "upper_decay_s", "upper_decay_exponent", "upper_slope_db", "click",
                       "rattle_strokes", "rattle_rate_hz", "head_ratio", "mode_shapes"},

@@ -16,6 +16,8 @@ Families (``instruments/*.toml`` ``family``):
 - ``string`` 瑟: modal plucked string (harmonics with slight stiffness, higher ones decaying faster,
   pluck-position spectrum, body resonances ``body_hz``).
 - ``pipe``   簜: harmonics (``harmonics``), breath noise, vibrato.
+- ``free_reed`` 笙 and 和: :mod:`yuexuan.audio.synthesis.free_reed`: a free reed's pulsed flow
+  through its pipe's resonances (odd and even harmonics), its swing growing over 30–120 ms.
 - ``voice``  歌 and the calls: a singer's take of the syllable (:mod:`yuexuan.audio.voice.takes`: an LF
   glottal source through moving formants, its consonant before the note's time); without a pitch
   (``hz`` None: a spoken call) on the syllable's tone. An ensemble's singer is ``singer`` ≥ 0.
@@ -36,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.audio.dsp import butter_bandpass_sos, sosfilt
-from yuexuan.audio.synthesis import drums
+from yuexuan.audio.synthesis import drums, free_reed
 from yuexuan.audio.synthesis.primitives import (
     DECAY_SPAN,
     RELEASE_S,
@@ -54,7 +56,7 @@ from yuexuan.pronunciation import Reading
 
 #: the longest a struck body rings, s (its tail is faded out over the last 10 %).
 RING_CAP_S = {"bell": 9.0, "stone": 5.0, "string": 6.0}   # drums: drums.RING_CAP_S
-SUSTAINED = ("pipe", "voice")   # families held for the note's duration; the others ring out
+SUSTAINED = ("pipe", "voice", "free_reed")   # families held for the note's duration; the others ring out
 #: time constants a stone with a ``loss_factor`` (or a string with a ``t60_s``) rings for: e^−8 is
 #: −69 dB, so with the fade of its last 10 % the note ends below −60 dB re its peak, never cut
 STONE_SPAN = 8.0
@@ -260,8 +262,8 @@ def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, d
     """One note as float32 mono samples (peak 1). ``hz`` None for unpitched drums and for a
     spoken voice (a call on its syllable's tone).
 
-    Struck families ring out (up to :data:`RING_CAP_S`) whatever the duration; pipe and voice
-    sustain for ``duration_s`` and release over :data:`RELEASE_S`. A voice sings ``reading`` (else
+    Struck families ring out (up to :data:`RING_CAP_S`) whatever the duration; pipe, free reed and
+    voice sustain for ``duration_s`` and release over :data:`RELEASE_S`. A voice sings ``reading`` (else
     the reading of ``lyric``), its take starting ``takes.lead_samples`` before the note's time; a
     spoken one follows its F0 contour ``f0_st`` (the note's) where it has one. A drum plays
     ``stroke`` (:func:`yuexuan.audio.synthesis.drums.stroke`; −1 the nominal one).
@@ -284,6 +286,8 @@ def note(family: str, params: dict[str, Any], hz: float | None, velocity: int, d
         return string(params, hz, velocity, sample_rate, seed)
     if family == "pipe":
         return pipe(params, hz, velocity, duration_s, sample_rate, seed)
+    if family == "free_reed":
+        return free_reed.free_reed(params, hz, velocity, duration_s, sample_rate, seed)
     raise ValueError(f"unknown instrument family {family!r}")
 
 
