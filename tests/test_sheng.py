@@ -21,6 +21,7 @@ import pytest
 import soundfile as sf
 from cli_support import run_cli
 
+from yuexuan.audio.synthesis.primitives import RELEASE_S
 from yuexuan.compiler import compile_path
 from yuexuan.rite import instruments
 
@@ -77,7 +78,7 @@ def test_sheng_partials_attack_and_release(tmp_path, case):
     lv, velocity = _cases()[case]
     where = f"seed {SEED}: note 笙 {lv} --velocity {velocity}"
     x, sr, hz = _note(tmp_path, "笙", lv, velocity)
-    assert len(x) == int(1.5 * sr) + int(0.12 * sr), where           # held 1.5 s, released 0.12 s
+    assert len(x) == int(1.5 * sr) + int(RELEASE_S * sr), where       # held 1.5 s, then released
     m = _measure(x, sr, hz)
     h = m["harmonics"]
     # the note's own harmonics (the fifth's partials fall on 3, 6, … of it): even 2 and 4, odd 5 and 7
