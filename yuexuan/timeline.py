@@ -38,6 +38,9 @@ class Ceremony:
     # the cue sheet's [ceremony] gap_seconds: the silence between consecutive cues, s (the space
     # ``--compact`` closes a selection's spaces to); 5.0 is the cue sheet's default
     gap_s: float = 5.0
+    # the cue sheet's [ceremony] mix: the audio's mix (seat | guide), None where it names none
+    # (render's --mix, then the command's default, decide; docs/render.md)
+    mix: str | None = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +277,8 @@ def _r(x: float) -> float:
 def to_dict(tl: Timeline) -> dict[str, Any]:
     """The JSON contract (docs/timeline.md). Times rounded to the microsecond."""
     cer = asdict(tl.ceremony)
+    if cer.get("mix") is None:
+        cer.pop("mix", None)            # written only where the sheet names one
     cues = []
     for c in tl.cues:
         d = asdict(c)

@@ -174,7 +174,7 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     notes = tuple(sorted(b.notes, key=lambda x: (x.time, order[x.instrument], x.midi)))
     beats = tuple(sorted(b.beats, key=lambda x: x.time))
     ceremony = Ceremony(sheet.name, sheet.rank, rank.suspension, sheet.huangzhong_hz, dict(sheet.variants),
-                        sheet.gap_seconds)
+                        sheet.gap_seconds, sheet.mix)
     # a body not hung that no note of the ceremony sounds is not there (the 乡射's 笙 at a 大射)
     sounding = {x.instrument for x in notes}
     facts = {name: rank_facts(i, voices) for name, i in insts.items()

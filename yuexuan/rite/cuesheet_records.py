@@ -151,6 +151,7 @@ class Ceremony:
     note_seconds: float
     open_ended_seconds: float
     rite: str                 # the rite file, ceremony/<rite>.toml (yuexuan.rite.ranks)
+    mix: str | None           # the audio's mix (vocabulary.MIXES), None: the command's default
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from yuexuan.rite.cuesheet_records import MAX_SECONDS, SCORE_MAPPINGS, Ceremony,
 from yuexuan.rite.ranks import DEFAULT_RITE, Rite
 from yuexuan.rite.tomlfile import Fields
 from yuexuan.rite.tuning import parse_pitch, table
+from yuexuan.rite.vocabulary import MIXES
 
 CEREMONY_KEYS = {"name", "rite", "rank", "huangzhong_hz", "gong", "gap_seconds", "syllable_seconds",
-                 "note_seconds", "open_ended_seconds"}
+                 "note_seconds", "open_ended_seconds", "mix"}
 SHEJIE_KEYS = {"jie_seconds", "pi_offsets", "gu_offsets", "syllables_per_jie", "heard_jie", "stroke_seconds",
                "score_mapping"}
 
@@ -48,7 +49,8 @@ def ceremony(cer: Fields, rite: Rite) -> Ceremony:
         gap_seconds=seconds(cer, "gap_seconds", 5.0),
         syllable_seconds=seconds(cer, "syllable_seconds", 1.2, lo=0.05),
         note_seconds=seconds(cer, "note_seconds", 1.0, lo=0.05),
-        open_ended_seconds=seconds(cer, "open_ended_seconds", 40.0, lo=0.1), rite=rite_name(cer))
+        open_ended_seconds=seconds(cer, "open_ended_seconds", 40.0, lo=0.1), rite=rite_name(cer),
+        mix=cer.get("mix", str, None, choices=MIXES))
 
 
 def _huangzhong_hz(cer: Fields) -> float:

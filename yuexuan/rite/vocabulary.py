@@ -22,4 +22,8 @@ RESULTS = ("贯", "离维纲", "扬触", "梱复", *MISS_RESULTS, "着侯", "失
 #: every miss, the lost arrow too
 MISSES = (*MISS_RESULTS, "失")
 
-__all__ = ["ROLES", "ZHENG_CALLS", "MISS_RESULTS", "RESULTS", "MISSES"]
+#: the mixes a render can make (docs/render.md, "Two mixes"): what a person at the seat would hear,
+#: or a produced mix a listener of an audio guide can follow
+MIXES = ("seat", "guide")
+
+__all__ = ["ROLES", "ZHENG_CALLS", "MISS_RESULTS", "RESULTS", "MISSES", "MIXES"]
