@@ -268,9 +268,10 @@ def test_panning_is_constant_power_and_sides_follow_the_facing():
 def test_distance_sets_gain_and_delay():
     seat = space.listeners()["宾"]
     near = space.placement(seat, INSTS["建鼓·东"].position_m, SR, "a")
-    far = space.placement(seat, INSTS["获者·大侯"].position_m, SR, "b")
+    far_m = (0.0, -60.0, 1.5)           # a caller far down the 侯道 (the 获者 stand at their 乏)
+    far = space.placement(seat, far_m, SR, "b")
     d_near = math.dist(seat.position_m, INSTS["建鼓·东"].position_m)
-    d_far = math.dist(seat.position_m, INSTS["获者·大侯"].position_m)
+    d_far = math.dist(seat.position_m, far_m)
     assert near.delay_samples == round(d_near / 343.0 * SR)
     assert far.delay_samples == round(d_far / 343.0 * SR)
     direct = lambda p: math.hypot(*p.direct)     # noqa: E731
