@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 
 import forkserver
@@ -108,6 +109,15 @@ class Hang(AssertionError):
     pass
 
 
+_WORKERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def close_workers() -> None:
+    """Close every :class:`CliWorker` of this process (tests/conftest.py, at the session's end)."""
+    for w in list(_WORKERS):
+        w.close()
+
+
 class CliWorker:
     """A child process running ``yuexuan`` commands in-process on request.
 
@@ -121,6 +131,7 @@ class CliWorker:
         self.env = env
         self.proc = None
         self.answers: queue.Queue = queue.Queue()
+        _WORKERS.add(self)
 
     def _start(self):
         env = with_checkout_path(dict(self.env) if self.env is not None else dict(os.environ))

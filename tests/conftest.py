@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from cache_support import artefact
 from cli_support import DEFAULT_CUES, ROOT, run_cli
+from leftover_processes import LeftoverCheck, mark_run
 
 # The tests that need the Debian tools of tests/system-deps.sh, marked ``system`` here (not in each
 # file) so that a developer without root runs the rest with ``pytest -m "not system"``; CI runs all.
@@ -41,13 +42,24 @@ SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond", "test_voices_hnr_beside
 # the asynchronous server count what a player sent or logged and time nothing: the play property
 # tests, SIGKILL during live judging.)
 REALTIME_FIXTURES = {"jack", "jack_restartable"}
-REALTIME_UNIT = "@realtime"         # the suffix of their node ids (as xdist's loadgroup marks a group)
+REALTIME_UNIT = "@realtime"         # their work unit's name
 REALTIME_NICE = -15
 NUMBA_SEED = Path(sys.prefix) / "numba-cache" / "seed"      # tests/warm_numba.py
 _WARMING = pytest.StashKey[subprocess.Popen]()
+_RUN_ID = pytest.StashKey[str]()
+_UNITS = pytest.StashKey[Path]()
+# the folder in which each xdist worker lists the node ids of the realtime tests it collected, for
+# the controller's scheduler (which sees node ids only): tests/conftest.py's side channel, as
+# changing a node id no longer works (pytest 9.2: the id is derived; xdist's own ``loadgroup``
+# lost its groups the same way, pytest-xdist issue 1386)
+_UNITS_DIR = "yuexuan_units_dir"
 
 
 def pytest_configure(config):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        # every process the run starts carries this run's id (tests/leftover_processes.py)
+        config.stash[_RUN_ID] = mark_run()
     # numba (librosa's STFT, onsets and peak picking) caches what it compiles beside librosa's
     # sources, an index a function: two xdist workers compiling one function at once overwrite
     # each other's entries, and one then runs the other's code (seen: a segfault in
@@ -55,7 +67,6 @@ def pytest_configure(config):
     # folder of its own, kept in the venv as numba's own is; it starts as a copy of the seed that
     # tests/warm_numba.py compiles once, in the background, while the workers begin (each worker
     # compiled the same 25-35 s of CPU before).
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and "NUMBA_CACHE_DIR" not in os.environ:
         folder = Path(sys.prefix) / "numba-cache" / worker
         try:
@@ -70,7 +81,8 @@ def pytest_configure(config):
         # compiling bytecode); compileall writes it whatever that variable says
         import compileall
         compileall.compile_dir(ROOT / "yuexuan", quiet=2)
-    if not worker and getattr(config.option, "numprocesses", None) \
+    # (not when a cache folder is set already: a run inside a test, or one's own choice)
+    if not worker and getattr(config.option, "numprocesses", None) and "NUMBA_CACHE_DIR" not in os.environ \
             and not (NUMBA_SEED / "ready").exists() and os.access(sys.prefix, os.W_OK):
         config.stash[_WARMING] = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "warm_numba.py")], cwd=ROOT,
@@ -79,12 +91,44 @@ def pytest_configure(config):
     os.environ.pop("YUEXUAN_DATA", None)
 
 
-def pytest_unconfigure(config):
+def _stop_warming(config) -> None:
     warming = config.stash.get(_WARMING, None)
     if warming is not None and warming.poll() is None:
         warming.kill()                  # no seed: the next run compiles it again
         warming.wait()
         shutil.rmtree(NUMBA_SEED.with_name(f"seed.{warming.pid}"), ignore_errors=True)
+
+
+def _close_helpers() -> None:
+    """End this process's long-lived helpers (the fork server, the CLI workers) before the
+    leftover check, not at the interpreter's exit."""
+    import cli_support
+    import forkserver
+    cli_support.close_workers()
+    forkserver.stop()
+
+
+def pytest_sessionstart(session):
+    """The leftover check (tests/leftover_processes.py), registered now so that its end of the
+    session comes after xdist's (the workers have ended by then)."""
+    config = session.config
+    if _RUN_ID in config.stash:
+        config.pluginmanager.register(
+            LeftoverCheck(config.stash[_RUN_ID], closers=(lambda: _stop_warming(config), _close_helpers)),
+            "yuexuan-leftovers")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _close_helpers()                # after the session's fixtures
+
+
+def pytest_unconfigure(config):
+    _stop_warming(config)
+    folder = config.stash.get(_UNITS, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _seed_numba_cache() -> None:
@@ -121,8 +165,8 @@ FIRST = (REALTIME_UNIT, "fluid-mixes", "test_kill_commands.py", "test_beats_evid
          "test_html_valid.py", "test_properties.py", "test_bells.py", "test_guide.py")
 
 
-def work_unit(nodeid: str) -> str:
-    if nodeid.endswith(REALTIME_UNIT):
+def work_unit(nodeid: str, realtime: frozenset = frozenset()) -> str:
+    if nodeid in realtime:
         return REALTIME_UNIT
     path = nodeid.split("::", 1)[0]
     name = path.rsplit("/", 1)[-1]
@@ -130,34 +174,69 @@ def work_unit(nodeid: str) -> str:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """(The controller) tell each worker where to list its realtime tests."""
+    config = node.config
+    if _UNITS not in config.stash:
+        config.stash[_UNITS] = Path(tempfile.mkdtemp(prefix="yx-units-"))
+    node.workerinput[_UNITS_DIR] = str(config.stash[_UNITS])
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class WorkUnits(LoadScopeScheduling):
+        """xdist's scheduling by scope, the scopes being :func:`work_unit`'s; a worker is given its
+        next unit only when it is down to its last test (xdist's own threshold is two: a long
+        unit then went to a worker that still had a long test to run while another ran dry)."""
+
+        realtime: frozenset | None = None
+
         def _split_scope(self, nodeid: str) -> str:
-            return work_unit(nodeid)
+            if self.realtime is None:       # every worker has listed its realtime tests by now
+                folder = config.stash.get(_UNITS, None)
+                self.realtime = frozenset(
+                    line for p in (folder.iterdir() if folder else ())
+                    for line in p.read_text(encoding="utf-8").splitlines())
+            return work_unit(nodeid, self.realtime)
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
 
     config.option.loadscopereorder = False          # the collection order, as sorted below
     return WorkUnits(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
+    realtime = set()
     for item in items:
         tool = system_tool(item)
         if tool:
             item.add_marker(pytest.mark.system(tool))
         if is_realtime(item):
             item.add_marker(pytest.mark.realtime)
-            if os.environ.get("PYTEST_XDIST_WORKER"):
-                # the unit's name in the node id, read by the controller's scheduler (which sees
-                # node ids only); what xdist itself does for ``--dist loadgroup``
-                item._nodeid = item.nodeid + REALTIME_UNIT
+            realtime.add(item.nodeid)
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput and _UNITS_DIR in workerinput:
+        Path(workerinput[_UNITS_DIR], workerinput["workerid"]).write_text(
+            "".join(f"{nodeid}\n" for nodeid in sorted(realtime)), encoding="utf-8")
+    realtime = frozenset(realtime)
     rank = {unit: k for k, unit in enumerate(FIRST)}
     kind = {}
     for item in items:
-        unit = work_unit(item.nodeid)
+        unit = work_unit(item.nodeid, realtime)
         kind[item.nodeid] = rank.get(unit, rank.get(item.path.name, len(FIRST)))
     items.sort(key=lambda item: kind[item.nodeid])     # stable: collected order within a rank
+
+
+_NICE_BEFORE = pytest.StashKey[int]()
 
 
 def _nice(value: int) -> None:
@@ -174,6 +253,7 @@ def pytest_runtest_setup(item):
     priority: before its fixtures, so that a JACK server it starts inherits it too."""
     _seed_numba_cache()
     if is_realtime(item):
+        item.config.stash.setdefault(_NICE_BEFORE, os.getpriority(os.PRIO_PROCESS, 0))
         _nice(REALTIME_NICE)
 
 
@@ -187,7 +267,7 @@ def pytest_runtest_call(item):
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
     if is_realtime(item) and (nextitem is None or not is_realtime(nextitem)):
-        _nice(0)
+        _nice(item.config.stash.get(_NICE_BEFORE, 0))     # the run's own (``nice pytest …``)
 
 
 @pytest.fixture(scope="session")

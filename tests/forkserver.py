@@ -90,15 +90,21 @@ def _server() -> Path:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     if proc.stdout.readline().strip() != b"ready":
         raise RuntimeError("the fork server did not start")
-
-    def stop():
-        proc.kill()
-        proc.wait()
-        path.unlink(missing_ok=True)
-        folder.rmdir()
     atexit.register(stop)
-    _SERVER.update(pid=os.getpid(), socket=path)
+    _SERVER.update(pid=os.getpid(), socket=path, proc=proc)
     return path
+
+
+def stop() -> None:
+    """End this process's fork server, if it started one (at the end of the session, and at exit)."""
+    if _SERVER.get("pid") != os.getpid():
+        return
+    proc, path = _SERVER.pop("proc"), _SERVER.pop("socket")
+    _SERVER.clear()
+    proc.kill()
+    proc.wait()
+    path.unlink(missing_ok=True)
+    path.parent.rmdir()
 
 
 def spawn(args, *, cwd, env: dict, stdin: int, stdout: int, stderr: int) -> Child:
