@@ -14,11 +14,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import pytest
 from cache_support import artefact
-from cli_support import DEFAULT_CUES, ROOT, run_cli
+from cli_support import DEFAULT_CUES, ROOT, default_sigint, run_cli
 from leftover_processes import LeftoverCheck, mark_run
 
 # The tests that need the Debian tools of tests/system-deps.sh, marked ``system`` here (not in each
@@ -53,6 +54,9 @@ _UNITS = pytest.StashKey[Path]()
 # changing a node id no longer works (pytest 9.2: the id is derived; xdist's own ``loadgroup``
 # lost its groups the same way, pytest-xdist issue 1386)
 _UNITS_DIR = "yuexuan_units_dir"
+# the render's default seat (commands/render.py: the first listener of the courtyard)
+DEFAULT_SEAT = tomllib.loads((ROOT / "ceremony" / "courtyard.toml").read_text(encoding="utf-8"))[
+    "listener"][0]["name"]
 
 
 def pytest_configure(config):
@@ -319,24 +323,54 @@ def artefact_root(request, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def default_build(artefact_root) -> Path:
-    """The folder ``yuexuan build`` of the default cue sheet wrote, uninterrupted (read only)."""
+    """The folder ``yuexuan build`` of the default cue sheet wrote, uninterrupted (read only);
+    beside it ``peak-memory-kib.txt``, the build process's peak resident memory (VmHWM, KiB: the
+    whole ceremony's render streams, tests/test_render.py)."""
     def build(d: Path) -> None:
-        r = run_cli("build", DEFAULT_CUES, "-o", d / "out", timeout=900, fork=False)
+        r = subprocess.run([sys.executable, "-c", PEAK_MEMORY, d / "peak-memory-kib.txt", "build",
+                            DEFAULT_CUES, "-o", d / "out"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=900, preexec_fn=default_sigint)
         assert r.returncode == 0, r.stderr
     return artefact(artefact_root, "build", (), build) / "out"
+
+
+# ``python -c PEAK_MEMORY FILE ARGS`` is ``yuexuan ARGS`` (the console script's cli.run) writing its
+# process's peak resident memory into FILE as it exits. VmHWM belongs to the process image, so it
+# starts afresh at exec; getrusage's ru_maxrss would carry over the test runner's size from the fork.
+PEAK_MEMORY = """import atexit, re, sys
+path = sys.argv.pop(1)
+
+
+def peak():
+    with open("/proc/self/status") as f:
+        kib = re.search(r"VmHWM:\\s+(\\d+) kB", f.read()).group(1)
+    with open(path, "w") as f:
+        f.write(kib)
+
+
+atexit.register(peak)
+from yuexuan.cli import run
+run()
+"""
 
 
 @pytest.fixture(scope="session")
 def lishou_render(artefact_root):
     """``lishou_render(*options)``: the folder of ``yuexuan render cues/dashe.toml --cues lishou
-    -o lishou.wav --stems stems OPTIONS`` (``r.stdout`` in stdout.txt; read only)."""
+    -o lishou.wav --stems stems OPTIONS`` (``r.stdout`` in stdout.txt; read only). Without
+    ``--listener`` the seat is the render's default, named (the first of ceremony/courtyard.toml),
+    so that ``lishou_render()`` and ``lishou_render("--listener", "宾")`` are one render."""
     def get(*options) -> Path:
+        options = tuple(map(str, options))
+        if "--listener" not in options:
+            options += ("--listener", DEFAULT_SEAT)
+
         def build(d: Path) -> None:
             r = run_cli("render", DEFAULT_CUES, "--cues", "lishou", "-o", d / "lishou.wav",
                         "--stems", d / "stems", *options, timeout=600, fork=False)
             assert r.returncode == 0, r.stderr
             (d / "stdout.txt").write_text(r.stdout, encoding="utf-8")
-        return artefact(artefact_root, "lishou-render", tuple(map(str, options)), build)
+        return artefact(artefact_root, "lishou-render", options, build)
     return get
 
 
