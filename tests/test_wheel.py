@@ -102,6 +102,9 @@ def test_wheel_builds_the_packaged_default_and_a_copy_in_an_empty_folder(venv, t
     _run([yuexuan, "compile", "dashe.toml", "-o", "out/dashe.mid", "--timeline", "out/dashe.json"],
          cwd=copy)
     assert _digest(here / "out" / "dashe.mid") == _digest(copy / "out" / "dashe.mid")
+    # in a folder with no cues/, the sheet's path in the repository names the packaged sheet
+    _run([yuexuan, "compile", "cues/dashe.toml", "-o", "out/byname.mid"], cwd=here)
+    assert _digest(here / "out" / "dashe.mid") == _digest(here / "out" / "byname.mid")
     assert json.loads((copy / "out" / "dashe.json").read_text(encoding="utf-8"))["cues"] == \
         json.loads((here / "out" / "dashe.json").read_text(encoding="utf-8"))["cues"]
 

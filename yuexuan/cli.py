@@ -120,6 +120,9 @@ def _main(argv: list[str] | None) -> int:
     except ValueError:                        # not the main thread (embedded use): leave it
         previous = None
     try:
+        if getattr(args, "cues_file", None):
+            from yuexuan.commands.common import data_source, packaged_cues
+            args.cues_file = packaged_cues(args.cues_file, data_source(args))
         return int(runners[args.command](args) or 0)
     except UserError as exc:
         print(f"yuexuan {args.command}: {exc}", file=sys.stderr)

@@ -28,6 +28,17 @@ def data_source(args: argparse.Namespace) -> DataSource:
     return DataSource(Path(folder))
 
 
+def packaged_cues(name: str, source: DataSource) -> str:
+    """``name`` itself if it is a file, else the data's cue sheet it names (``dashe``,
+    ``dashe.toml`` or ``cues/dashe.toml``: from an installed wheel, in any folder), else ``name``
+    (whose reader then says there is no such file)."""
+    given = Path(name)
+    if given.exists() or given.parent not in (Path("."), Path("cues")) or given.suffix not in ("", ".toml"):
+        return name
+    found = source.path("cues", given.with_suffix(".toml").name)
+    return str(found) if found.is_file() else name
+
+
 def add_cues_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cues_file", metavar="CUES", help="cue sheet (TOML), e.g. cues/dashe.toml")
 
