@@ -73,6 +73,7 @@ class Rite:
     pairs: tuple[Pair, ...] = ()
     inference: str = ""        # why the rite itself is INFERENCE ("" when the sources give it)
     source: str = ""
+    courtyard: str = ""        # its courtyard, a file of ceremony/ ("": courtyard.toml, the 大射仪's)
 
     @property
     def hou_names(self) -> tuple[str, ...]:

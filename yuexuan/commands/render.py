@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     bar = Progress("render")
     try:
         tl = load_timeline(args, "render", source)      # with --cues: only those, from time 0
-        seats = courtyard.listeners(source=source)
+        seats = courtyard.for_timeline(tl, source).seats()          # the rite's courtyard
         listener = names.resolve(args.listener, {n: s.alias for n, s in seats.items()}, "listener seat",
                                  key="--listener")
         opts = render.Options(sample_rate=args.sample_rate, listener=listener)
@@ -90,5 +90,6 @@ def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, s
     """For ``yuexuan build``: ``out_dir/<stem>.flac`` with its ``.vtt`` and ``.cue`` chapters,
     heard from the seats of ``source``'s courtyard; ``progress``: build's bar and stage lines."""
     target = Path(out_dir) / f"{Path(cues_path).stem}.flac"
-    rep = render_announced(timeline, target, courtyard.listeners(source=source), source, progress)
+    seats = courtyard.for_timeline(timeline, source).seats()
+    rep = render_announced(timeline, target, seats, source, progress)
     return [Path(rep.path)] + [Path(p) for p in rep.sidecars]

@@ -111,6 +111,9 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     reading = variants_mod.effect(vdefs, sheet.variants, "shipu_reading")["reading"]
     pieces = pieces_mod.read_by(pieces, reading)
     rank = ranks[rr.suspension]
+    if rr.shejie_piece or rr.shejie_jie:             # the rank's own 射节 (a setting of the rite)
+        rank = replace(rank, shejie_piece=rr.shejie_piece or rank.shejie_piece,
+                       shejie_jie=rr.shejie_jie or rank.shejie_jie)
     # a 射节 cue takes the id and caption of the piece it plays; the sheet's id is its alias
     played = [as_played(variants_mod.apply_to_cue(vdefs, sheet.variants, c), rank)
               for c in sheet.cues if c.id not in dropped]
@@ -180,7 +183,8 @@ def compile_sheet(sheet: cuesheet.CueSheet, pieces: dict[str, Piece], insts: dic
     facts = {name: rank_facts(i, voices) for name, i in insts.items()
              if b.present(i) and (name in rank.instruments or name in sounding)}
     for name, rows in instruments_mod.place_summary({c.id: c.places for c in cues}).items():
-        facts[name]["places"] = rows          # the drawing's key to where they go (docs/timeline.md)
+        if name in facts:
+            facts[name]["places"] = rows      # the drawing's key to where they go (docs/timeline.md)
     speed = sheet.hits_midi.arrow_speed_m_s if sheet.hits_midi is not None else DEFAULT_ARROW_SPEED_M_S
     whole = Timeline(ceremony, tuple(cues), notes, beats, facts, target_flights(record, speed), rite=record)
     return cut(whole, select, file=sheet.file, compact=compact), b.warnings

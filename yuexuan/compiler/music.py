@@ -53,14 +53,15 @@ def music_cue(b: Builder, spec: CueSpec, t0: float, pieces: Mapping[str, Piece],
                    VELOCITY.get(inst.kind, 90), key="intro")
     if spec.intro:
         t = t0 + (len(spec.intro) - 1) * INTRO_STEP_S + INTRO_TAIL_S
-    if spec.sanzhong:
+    titles: list[str]
+    if spec.pieces:
+        titles = list(spec.pieces)
+    elif spec.sanzhong:
         titles = list(variants_mod.effect(vdefs, sheet.variants, spec.sanzhong)["pieces"])
         if spec.zhong and spec.zhong != len(titles):
             titles = (titles * spec.zhong)[:spec.zhong]
-    elif spec.zhong:
-        titles = [spec.piece] * spec.zhong
     else:
-        titles = [spec.piece]
+        titles = [spec.piece or ""] * (spec.zhong or 1)
     steps = [note_step(b, spec, pieces, title) for title in titles]
     beat_s = steps[0]
     if len(set(steps)) > 1:

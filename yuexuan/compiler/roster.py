@@ -122,4 +122,4 @@ def record(rite: Rite, rr: RankRite, pairs: tuple[Pair, ...], places: Places, bu
     roster = tuple(RitePair(p.id, p.group, RiteArcher(p.upper.name, p.upper.rank),
                             RiteArcher(p.lower.name, p.lower.rank), p.first) for p in pairs)
     return RiteRecord(rite.name, rr.rank, rr.ranks, hou, host, rr.ou_group, rr.ou, roster, rr.inference,
-                      rr.source)
+                      rr.source, rite.courtyard)

@@ -8,6 +8,7 @@ of the file against :data:`KEYS`. Errors name the file, the line and the key.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,10 +161,24 @@ def load(path: str | Path | None = None, source: DataSource = DataSource(),
                      geometry)
 
 
+def path_of(timeline: Timeline, source: DataSource = DataSource()) -> Path:
+    """The courtyard file of the timeline's rite (its ``rite.courtyard``; courtyard.toml without)."""
+    name = timeline.rite.courtyard if timeline.rite is not None else ""
+    return source.path("ceremony", name or "courtyard.toml")
+
+
 def for_timeline(timeline: Timeline, source: DataSource = DataSource()) -> Courtyard:
-    """The courtyard of ``source`` with its targets where the timeline's variant ``houdao`` (O24)
-    puts them (the option names the ``[[houdao]]`` table; the file's default when not set)."""
-    return load(source=source, houdao=timeline.ceremony.variants.get("houdao"))
+    """The courtyard of the timeline's rite in ``source``, its geometry as the timeline's variant
+    ``houdao`` (O24) sets it (the option names the ``[[houdao]]`` table; the file's default when
+    not set), its targets the rite's 侯 as compiled (the timeline's ``rite.hou``)."""
+    court = load(path_of(timeline, source), source, houdao=timeline.ceremony.variants.get("houdao"))
+    if timeline.rite is None:
+        return court
+    drawn = {t.name: t for t in court.targets}
+    targets = tuple(Target(h.name, drawn[h.name].pinyin if h.name in drawn else "",
+                           drawn[h.name].english if h.name in drawn else f"the {h.name}", h.distance_bu,
+                           h.position_m, h.fa_m) for h in timeline.rite.hou)
+    return dataclasses.replace(court, targets=targets)
 
 
 def listeners(path: str | Path | None = None, source: DataSource = DataSource()) -> dict[str, Listener]:

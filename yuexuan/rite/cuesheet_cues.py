@@ -28,7 +28,7 @@ CUE_KEYS = {"id", "piece", "action", "kind", "performers", "starts_when", "ends_
             "ends_when_en", "source", "gloss",
             "xian", "melody", "jie", "intro", "open_ended", "default_seconds", "zhong", "sanzhong",
             "accompaniment", "calls", "round", "pairs", "arrow_seconds", "pair_seconds", "reconstruction",
-            "syllable_seconds", "note_seconds", "by_piece", "speech", "when", "wording_of"}
+            "syllable_seconds", "note_seconds", "by_piece", "speech", "when", "wording_of", "pieces"}
 BY_PIECE_KEYS = {"id", *CAPTION_KEYS}
 CALL_KEYS = {"who", "sheng", "word", "at", "seconds", "velocity", "plain"}
 XIAN_SIDES = ("东", "西", "北", "南", "堂上")
@@ -115,6 +115,11 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
         raise cf.error("speech", "a speech cue needs at least one utterance")
     pairs = _pairs(cf, kind, known.groups)
     zhong, open_ended = _length(cf, kind)
+    suite = cf.strings("pieces")
+    for title in suite:
+        if title not in known.pieces:
+            raise cf.error("pieces", f"unknown piece {title!r}; expected one of: "
+                                     f"{', '.join(sorted(known.pieces))}")
     if kind == "music" and not melody:
         raise cf.error("melody", "a music cue needs the instruments that play its melody")
     return CueSpec(
@@ -131,7 +136,7 @@ def cue(cf: Fields, cid: str, known: Known) -> CueSpec:
         reconstruction=cf.get("reconstruction", bool, None),
         syllable_seconds=seconds(cf, "syllable_seconds", None, lo=0.05),
         note_seconds=seconds(cf, "note_seconds", None, lo=0.05), by_piece=by_piece(cf, kind, known),
-        when=_when(cf), wording_of=cf.get("wording_of", str, None))
+        when=_when(cf), wording_of=cf.get("wording_of", str, None), pieces=suite)
 
 
 def _when(cf: Fields) -> str | None:
@@ -218,8 +223,9 @@ def _length(cf: Fields, kind: str) -> tuple[int | None, bool]:
     """(zhong, open_ended): a music cue has exactly one of them."""
     zhong = cf.get("zhong", int, None, lo=1, hi=1000)
     open_ended = cf.get("open_ended", bool, False)
-    if kind == "music" and zhong is None and not open_ended:
-        raise cf.error("zhong", "a music cue needs its length: `zhong = N` (终) or `open_ended = true`")
+    if kind == "music" and zhong is None and not open_ended and not cf.has("pieces"):
+        raise cf.error("zhong", "a music cue needs its length: `zhong = N` (终), `pieces = [...]` (each "
+                                "once) or `open_ended = true`")
     if zhong is not None and open_ended:
         raise cf.error("open_ended", "give either `zhong` or `open_ended`, not both")
     return zhong, open_ended

@@ -137,6 +137,7 @@ class CueSpec:
     # the rank whose rite the cue's words and source quote; at another rank the compiler marks
     # the cue's source INFERENCE; None: every rank's
     wording_of: str | None = None
+    pieces: tuple[str, ...] = ()        # a music cue's pieces, one after another (the 乡射's 合乐)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ DEFAULT_RITE = "dashe"         # the rite of a cue sheet whose [ceremony] names 
 _TOP_KEYS = {"name", "courtyard", "fa_bu", "fa_source", "huozhe", "fuhou", "default_rank", "rank"}
 
 RANK_KEYS = {"rank", "alias", "suspension", "host", "ranks", "ranks_source", "ou_group", "ou", "ou_source",
-             "shejie_zheng", "lacks", "lacks_source", "inference", "refused", "source", "privileges", "hou",
-             "formulas"}
+             "shejie_zheng", "shejie_piece", "shejie_jie", "lacks", "lacks_source", "inference", "refused",
+             "source", "privileges", "hou", "formulas"}
 _HOU_KEYS = {"name", "alias", "distance_bu", "shot_by", "huo", "rong", "fa_bu", "source"}
 _PRIVILEGE_KEYS = {"looses_first", "any_hou", "near_misses", "drum_exempt", "outside_hu", "misses_called_by"}
 
@@ -75,6 +75,9 @@ class RankRite:
     refused: str = ""                        # a reading under which the rank has no such rite
     source: str = ""
     sources: dict[str, str] = field(default_factory=dict)    # ranks_source, ou_source, lacks_source
+    # the 射节's piece and 节 where the rank's rite says otherwise than its suspension row
+    shejie_piece: str | None = None
+    shejie_jie: int | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,8 @@ def rank_rite(rite: Rite, rank: str, vdefs: dict[str, Any] | None = None,
                     privileges, rf.get("alias", str, ""), rf.get("shejie_zheng", int, None, lo=0, hi=99),
                     rf.strings("lacks"), formulas, rf.get("inference", str, ""), rf.get("refused", str, ""),
                     rf.get("source", str, ""),
-                    {k: rf.get(k, str, "") for k in ("ranks_source", "ou_source", "lacks_source")})
+                    {k: rf.get(k, str, "") for k in ("ranks_source", "ou_source", "lacks_source")},
+                    rf.get("shejie_piece", str, None), rf.get("shejie_jie", int, None, lo=1, hi=99))
 
 
 def _sub(rf: Fields, key: str, where: dict[str, Any]) -> Fields:

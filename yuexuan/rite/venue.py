@@ -109,4 +109,4 @@ def for_timeline(timeline: Timeline, source: DataSource = DataSource()) -> Room:
     """The room of the venue the timeline's variant ``houdao`` (O24) names (郑玄: 郊, 敖继公: 公宫),
     from the courtyard file of ``source``."""
     court = courtyard.for_timeline(timeline, source)
-    return load(court.houdao.venue if court.houdao else "郊", source=source)
+    return load(court.houdao.venue if court.houdao else "郊", courtyard.path_of(timeline, source), source)
