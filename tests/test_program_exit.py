@@ -1,5 +1,5 @@
-"""The ``yuexuan`` program's end (cli.run): after the command, the atexit handlers run and the
-standard streams are flushed, then the process ends at once with the command's status."""
+"""The ``yuexuan`` program's end (cli.run): after the command, the atexit handlers and finalizers
+run and the standard streams are flushed, and the process ends with the command's status."""
 
 from __future__ import annotations
 

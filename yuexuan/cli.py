@@ -10,12 +10,9 @@ through :func:`yuexuan.commands.common.data_source` and passes it to the loaders
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib
-import os
 import signal
 import sys
-import threading
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -84,28 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-LIVE_LIBRARIES = ("rtmidi", "jack", "pythonosc")
-
-
 def run() -> NoReturn:
-    """The ``yuexuan`` program (console script and ``python -m yuexuan``): :func:`main`, then,
-    where no other thread runs and no live library was loaded, the exit handlers (``atexit``:
-    weakref finalizers, thread pools) and the standard streams' flush as at any exit, and the
-    process ends without the interpreter's teardown. Freeing a finished render's objects one by
-    one (872 waveforms, 190 MB) took Python 0.25 s after the work was done; the kernel frees the
-    whole process at once."""
-    code = main()
-    # the usual exit where a thread still runs (it joins it) or MIDI or JACK clients were made
-    # (their libraries close them as the interpreter ends: a JACK server then drops them at once)
-    if threading.active_count() > 1 or any(m in sys.modules for m in LIVE_LIBRARIES):
-        raise SystemExit(code)
-    atexit._run_exitfuncs()                   # CPython's own exit step, public since 2.x in all but name
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):          # a closed pipe: CPython's exit reports 120
-            code = code or 120
-    os._exit(code)
+    """The ``yuexuan`` program (console script and ``python -m yuexuan``): :func:`main`, then the
+    interpreter's usual exit with its status (threads joined, exit handlers run, streams flushed).
+    An earlier fast exit (``os._exit`` after CPython's private exit step) saved 1–2 % of a render's
+    CPU (docs/render.md, "The engine behind one door") and went."""
+    raise SystemExit(main())
 
 
 def _main(argv: list[str] | None) -> int:

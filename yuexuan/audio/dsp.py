@@ -1,22 +1,29 @@
 """The few filters the renderer needs, without importing ``scipy.signal``.
 
-Hand-written because importing ``scipy.signal`` costs about 0.7 s of CPU (it imports
-``scipy.stats``, ``scipy.interpolate`` and ``scipy.optimize``), a seventh of a whole-ceremony
-``yuexuan render`` (bench/bench_render.py times whole commands). What numpy does is done in numpy
-(window-method FIR design, FIR up/down-sampling, FFT convolution, the Butterworth band-pass
-design); the recursive filters run in SciPy's own compiled second-order-section kernel
-(``scipy.signal._sosfilt``), loaded by file so that the package's ``__init__`` is not run; where
-that is not possible (another SciPy layout), ``scipy.signal.sosfilt`` is used instead. The
-results match ``scipy.signal`` (tests/test_dsp.py).
+Importing ``scipy.signal`` costs about 0.7 s of CPU (it imports ``scipy.stats``,
+``scipy.interpolate`` and ``scipy.optimize``), a seventh of a whole-ceremony ``yuexuan render``
+(bench/bench_render.py times whole commands), and its public ``sosfilt`` spends 50–300 µs a call
+checking and moving its arguments, which the voices' formant filter, a call for each stretch of a
+syllable where the formants hold (some 5000 in the ceremony), cannot afford. What numpy does is
+done in numpy (window-method FIR design, FIR up/down-sampling, FFT convolution, the Butterworth
+band-pass design); the recursive filters run in :func:`sos_kernel`.
+
+This module is the one door to a private part of SciPy (issue 34): :func:`sos_kernel` is SciPy's
+own compiled second-order-section loop (``scipy.signal._sosfilt``), loaded by file so that
+``scipy.signal``'s ``__init__`` is not run; where that is not possible (another SciPy layout),
+the public ``scipy.signal.sosfilt`` runs instead (the same results, tests/test_dsp.py). The public
+ways cost too much, measured side by side on ``render cues/dashe.toml --cues wusuan`` (CPU, user):
+2.5 s with this kernel, 7.7 s with ``scipy.signal.sosfilt``, 4.2 s (and 105 MB more memory) with
+the same loop compiled by Numba, loading its cached code and LLVM in every process.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import os
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,10 +32,21 @@ import numpy.typing as npt
 Array = npt.NDArray[Any]
 
 
-@lru_cache(maxsize=1)
-def _kernel() -> Callable[[Array, Array, Array], None]:
-    """SciPy's compiled ``_sosfilt(sos, x, zi)`` (in place; x (signals, samples) C-contiguous,
-    zi (signals, sections, 2)), or a wrapper of ``scipy.signal.sosfilt`` doing the same."""
+def _public_rows(sos: Array, x: Array, zi: Array) -> None:
+    """:func:`sos_kernel`'s work by the public ``scipy.signal.sosfilt``."""
+    from scipy.signal import sosfilt as reference
+
+    y, zf = reference(sos, x, axis=-1, zi=np.moveaxis(zi, 0, 1))
+    x[...] = y
+    zi[...] = np.moveaxis(zf, 1, 0)
+
+
+@functools.cache
+def sos_kernel() -> Callable[[Array, Array, Array], None]:
+    """``kernel(sos, x, zi)``: each row of ``x`` (signals, samples; C-contiguous) through the
+    second-order sections ``sos`` in place, from the state ``zi`` (signals, sections, 2), which is
+    left as the state after them; all three float32 or all float64. A process that forks workers
+    calls it first, so that they share it."""
     try:
         import scipy
 
@@ -40,16 +58,10 @@ def _kernel() -> Callable[[Array, Array, Array], None]:
             raise ImportError(name)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        kernel: Callable[[Array, Array, Array], None] = module._sosfilt
+        kernel: Callable[[Array, Array, Array], None] = module._sosfilt  # noqa: SLF001 (this door)
         return kernel
     except (ImportError, OSError, StopIteration, AttributeError):     # pragma: no cover (layout)
-        from scipy.signal import sosfilt as reference
-
-        def fallback(sos: Array, x: Array, zi: Array) -> None:
-            y, zf = reference(sos, x, axis=-1, zi=np.moveaxis(zi, 0, 1))
-            x[...] = y
-            zi[...] = np.moveaxis(zf, 1, 0)
-        return fallback
+        return _public_rows
 
 
 def sosfilt(sos: npt.ArrayLike, x: npt.ArrayLike, axis: int = -1,
@@ -70,7 +82,7 @@ def sosfilt(sos: npt.ArrayLike, x: npt.ArrayLike, axis: int = -1,
     z = np.moveaxis(state, [0, axis + 1], [-2, -1])
     z_shape = z.shape
     z = np.ascontiguousarray(z.reshape(-1, n_sections, 2))
-    _kernel()(sos.astype(dtype, copy=False), work, z)
+    sos_kernel()(np.ascontiguousarray(sos, dtype=dtype), work, z)
     y = np.moveaxis(work.reshape(moved.shape), -1, axis)
     if zi is None:
         return y

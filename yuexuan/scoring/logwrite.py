@@ -70,7 +70,7 @@ HEADER = _header_line()
 
 def _cell(value: Any) -> Any:
     """A value as ``check --format csv`` writes it: empty for None, true/false for booleans."""
-    return "" if value is None else report._csv_cell(value)
+    return "" if value is None else report.csv_cell(value)
 
 
 class ShotLogWriter:
@@ -113,7 +113,7 @@ class ShotLogWriter:
         try:
             os.ftruncate(self._reserve_fd, 0)
             if size > 0:
-                os.posix_fallocate(self._reserve_fd, 0, size)
+                os.posix_fallocate(self._reserve_fd, 0, size)  # noqa: TID251 (the log's own, above)
         except OSError as exc:
             raise UserError(f"cannot reserve {size} bytes for the show's rows beside the shot "
                             f"log ({self.reserve_path}): {exc.strerror}; free space or give "

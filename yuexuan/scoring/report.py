@@ -97,7 +97,7 @@ def render_json(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum: 
     return json.dumps(doc, ensure_ascii=False) + "\n"
 
 
-def _csv_cell(value: Any) -> Any:
+def csv_cell(value: Any) -> Any:
     """JSON's words for booleans (true, false); None is an empty cell."""
     return ("false", "true")[value] if isinstance(value, bool) else value
 
@@ -108,7 +108,7 @@ def render_csv(shots: Shots, v: tally.Verdict, evidence: Evidence | None = None)
     names = fields_out(evidence)
     columns = shot_columns(shots, v, evidence)
     for k in (names.index(n) for n in ("on_beat", "released", "uncertain") if n in names):
-        columns[k] = list(map(_csv_cell, columns[k]))
+        columns[k] = list(map(csv_cell, columns[k]))
     buf = io.StringIO()
     # the csv module's default dialect: CRLF line ends (RFC 4180), so a name holding a CR or LF
     # is quoted (with lineterminator="\n", Python 3.11 leaves a lone CR unquoted)

@@ -11,16 +11,11 @@ import numpy.typing as npt
 from yuexuan.audio.engine.plan import Plan
 from yuexuan.audio.loudness import bs1770
 
-RING = 4     # mix buffers in rotation: a yielded block stays valid while 3 more are made
-
 
 def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int | None = None,
            ) -> Iterator[tuple[int, npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]] | None]]:
     """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block,
-    blocks ``first`` to ``stop`` (exclusive; None: the end).
-
-    The mix arrays are reused after :data:`RING` blocks (no fresh pages per block); a consumer
-    must be done with a block before it asks for the RING-th next one.
+    blocks ``first`` to ``stop`` (exclusive; None: the end); each array a new one, the caller's.
 
     A singer's mono take is added through his seat's taps into a channel-major bus (each channel's
     row contiguous: twice as fast as a column of the interleaved mix), added to the mix once a
@@ -31,18 +26,16 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
     nev = len(p.starts)
     nxt = 0
     active: list[int] = []
-    ring = [np.zeros((block, 2), dtype=np.float32) for _ in range(RING)]
     scratch = np.empty(2 * block, dtype=np.float32)
     bus = np.zeros((2, block), dtype=np.float32)
     end = p.total if stop is None else min(p.total, stop * block)
-    for k, b0 in enumerate(range(first * block, end, block)):
+    for b0 in range(first * block, end, block):
         b1 = min(p.total, b0 + block)
         while nxt < nev and p.starts[nxt] < b1:
             active.append(nxt)
             nxt += 1
         p.cache.advance(b0)
-        mix = ring[k % RING][:b1 - b0]
-        mix.fill(0.0)
+        mix = np.zeros((b1 - b0, 2), dtype=np.float32)
         parts: dict[int, npt.NDArray[np.float32]] | None = {} if stems else None
         shaping = {i: g for i, env in p.envelopes.items() if (g := env.block(b0, b1)) is not None}
         shaped: dict[int, npt.NDArray[np.float32]] = {}     # instrument → its sound, before its gain

@@ -114,7 +114,7 @@ class NoteCache:
         self._schedule = schedule
         self._now = 0
         self._pinned: set[Hashable] = set()     # in a shared arena: evicting them frees nothing
-        self.hits = self.misses = 0
+        self.misses = 0                         # waveforms built (a prefetch's and on demand)
 
     def advance(self, sample: int) -> None:
         """The mixer has reached ``sample``: uses ending before it are over."""
@@ -189,7 +189,6 @@ class NoteCache:
         arr = self._data.get(key)
         if arr is not None:
             self._data.move_to_end(key)
-            self.hits += 1
             return arr
         self.misses += 1
         arr = self._make(key)

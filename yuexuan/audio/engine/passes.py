@@ -134,7 +134,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
 
     def read_block() -> tuple[npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]]]:
         _, mix, parts = next(mixed)
-        return mix * np.float32(gain), parts or {}      # a new array: the mixer reuses its own
+        return mix * np.float32(gain), parts or {}
 
     with output.Pipe() as writer, output.Pipe() as peak_meter:
         nxt, nxt_parts = read_block()

@@ -2,19 +2,20 @@
 
 Streaming, in two passes over fixed-size blocks (never the whole ceremony in memory):
 
-1. the plan (:mod:`yuexuan.audio.engine.plan`) places every note; its waveforms are synthesised into the
-   plan's cache; blocks of the mix (:mod:`yuexuan.audio.engine.mix`) are measured
-   (:class:`~yuexuan.audio.loudness.bs1770.LoudnessMeter`);
-2. the gain pass mixes the blocks again (the renderer is deterministic: the same samples; cheaper
-   than spooling them, which cost 2.4 s of writing for the whole ceremony's 590 MB), scales them to
-   the loudness target, passes them through the look-ahead true-peak limiter, measures them again
-   and writes them (:mod:`yuexuan.audio.engine.output`) to a temporary file beside the target, renamed on
-   success. Stems are mixed in the same blocks with the same gain and limiter envelope, so they add
-   up to the mix sample for sample.
+1. the plan (:mod:`yuexuan.audio.engine.plan`) places every note; its waveforms are synthesised into
+   the plan's cache by forked workers; blocks of the mix (:mod:`yuexuan.audio.engine.mix`) are
+   measured (:func:`yuexuan.audio.engine.passes.measure`) and kept in the spool
+   (:mod:`yuexuan.audio.engine.spool`) where the output's folder has room for them;
+2. the gain pass reads the blocks back from the spool (or mixes them again: the renderer is
+   deterministic, the same samples), scales them to the loudness target, passes them through the
+   look-ahead true-peak limiter, measures them again and writes them
+   (:mod:`yuexuan.audio.engine.output`) to a temporary file beside the target, renamed on success.
+   Stems are mixed in the same blocks with the same gain and limiter envelope, so they add up to
+   the mix sample for sample.
 
-Then the chapter sidecars (:mod:`yuexuan.formats.captions`).
+Both passes run in stretches of blocks shared with a forked worker
+(:mod:`yuexuan.audio.engine.workers`). Then the chapter sidecars (:mod:`yuexuan.formats.captions`).
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -31,7 +32,8 @@ import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
-from yuexuan.audio.engine import memory, output, passes, workers
+from yuexuan.audio import dsp
+from yuexuan.audio.engine import output, passes, workers
 from yuexuan.audio.engine.output import output_format
 from yuexuan.audio.engine.plan import Options, Plan, plan
 from yuexuan.audio.engine.spool import Spool
@@ -65,7 +67,6 @@ class Report:
     passes: int
     stems: list[str] = field(default_factory=list)
     sidecars: list[str] = field(default_factory=list)
-    cache_misses: int = 0
 
 
 def render(timeline: Timeline, out_path: str | Path, options: Options = Options(),
@@ -95,13 +96,13 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
             progress: Callable[[float, str], None] | None, listener_table: dict[str, Listener],
             data: DataSource, checkpoint: Callable[[], None]) -> Report:
     fmt, subtype = output_format(out_path)
-    memory.limit_arenas()
     p = plan(timeline, options, listener_table, data=data)
     sr = p.sample_rate
     hop = bs1770.hop_samples(sr)
     block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
+    dsp.sos_kernel()       # the compiled filter, loaded once here: the workers forked next share it
     p.cache.prefetch(p.keys, tick=checkpoint, group=p.group)
     # pass 1 (mix and measure) in stretches of blocks, shared with a forked child; pass 2 too where
     # the output is a WAV file (which both can write at known offsets) and no stems are made; else
@@ -154,7 +155,6 @@ def _gain_passes(timeline: Timeline, p: Plan, out_path: Path, fmt: str, subtype:
         gain_db = gainfit.next_gain_db(measured, options.target_lufs, m.hops, hop_peaks, ceiling)
     rep.notes = len(p.starts)
     rep.passes = passes_run
-    rep.cache_misses = p.cache.misses
     rows = captions.chapters(timeline, p.duration_s)
     rep.sidecars = captions.write_sidecars(timeline, out_path, rows)
     return rep
