@@ -102,7 +102,7 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    dsp.sos_kernel()       # the compiled filter, loaded once here: the workers forked next share it
+    dsp.sos_kernel()       # SciPy's filter kernel, loaded once here: the workers forked next share it
     p.cache.prefetch(p.keys, tick=checkpoint, group=p.group)
     # pass 1 (mix and measure) in stretches of blocks, shared with a forked child; pass 2 too where
     # the output is a WAV file (which both can write at known offsets) and no stems are made; else
