@@ -254,7 +254,9 @@ def test_bad_jsonl(capsys, tmp_path, case, text, where, what):
     ("empty", b"", "empty file"),
     ("blank", b" \n\n", "empty file"),
     ("binary", bytes(range(256)) * 4, "binary file"),
-    ("not UTF-8", HEADER.encode() + "1,甲,士,上射,干,贯,,2\n".encode("gb18030"), "not UTF-8"),
+    ("GB18030", HEADER.encode() + "1,甲,士,上射,干,贯,,2\n".encode("gb18030"),
+     "looks like GBK/GB18030 text: save it as UTF-8 (or pass --encoding gb18030)"),
+    ("not UTF-8", HEADER.encode() + b"1,\xff\xfe\xfa,x,y,z,,,2\n", "not UTF-8"),
 ])
 def test_bad_files(capsys, tmp_path, case, data, what):
     p = tmp_path / "shots.csv"

@@ -23,6 +23,7 @@ from yuexuan.check.drum.finder import DrumEvidence
 from yuexuan.scoring import tally
 from yuexuan.scoring.nearest import nearest
 from yuexuan.scoring.shots import Shots
+from yuexuan.scoring.tally import rests_on_drum
 
 MISSED_REACH = 2.0     # × tolerance: a missed planned stroke this near a refused shot casts doubt
 
@@ -76,17 +77,6 @@ class ShotEvidence(NamedTuple):
 
     stroke_confidence: npt.NDArray[np.floating[Any]]
     uncertain: npt.NDArray[np.bool_]
-
-
-def rests_on_drum(shots: Shots, settings: tally.Settings) -> npt.NDArray[np.bool_]:
-    """True for a shot released on a stroke and refused off it (the rules run both ways)."""
-    n = len(shots)
-    must = tally.hou_of_pairs(shots.rank, shots.pair, settings.own_hou)
-    on, _ = tally.decide(shots.round, shots.rank, shots.target, shots.result, must,
-                         np.ones(n, dtype=bool), settings)
-    off, _ = tally.decide(shots.round, shots.rank, shots.target, shots.result, must,
-                          np.zeros(n, dtype=bool), settings)
-    return (on != off) & (shots.round == 3)
 
 
 def shot_evidence(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, v: tally.Verdict,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yuexuan.check.evidence import DrumEvidence, ShotEvidence, rests_on_drum
+from yuexuan.check.evidence import DrumEvidence, ShotEvidence
 from yuexuan.formats.svgstyle import FONT, SVG_NS
 from yuexuan.scoring import tally
 from yuexuan.scoring.shots import Shots
@@ -185,7 +185,7 @@ def evidence_svg(ev: DrumEvidence, plan: npt.NDArray[np.float64], shots: Shots, 
     r3 = np.asarray(shots.round) == 3
     times = np.concatenate((plan, ev.alignment.live_s, v.clock_s[r3]))
     t0, t1 = (float(times.min()) - 1.0, float(times.max()) + 1.0) if len(times) else (0.0, 1.0)
-    disputed = np.flatnonzero(r3 & rests_on_drum(shots, settings))
+    disputed = np.flatnonzero(r3 & tally.rests_on_drum(shots, settings))
     disputed = disputed[np.argsort(v.clock_s[disputed], kind="stable")][:ZOOM_MAX]
     zoom_rows = -(-len(disputed) // ZOOM_COLS)
     zoom_h = 215.0

@@ -15,10 +15,12 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan import atomic
+from yuexuan.check.log_warnings import log_warnings, roster
 from yuexuan.commands.common import data_source, read_timeline
 from yuexuan.errors import UserError
-from yuexuan.scoring import arrow_stroke, report, rules, tally
-from yuexuan.scoring.shots import Shots, for_rite, read_shots
+from yuexuan.scoring import arrow_stroke, logread, report, rules, tally
+from yuexuan.scoring.logread import read_columns
+from yuexuan.scoring.shots import Shots, for_rite, shots_from_columns
 from yuexuan.timeline import at_ceremony_times
 
 if TYPE_CHECKING:                    # the drum finder is imported only with --beats-from (start-up time)
@@ -51,6 +53,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--audio-start", type=float, default=None, metavar="SECONDS",
                    help="with --beats-from: timeline time of the recording's first sample "
                         "(default: estimated by matching strokes to the planned beats)")
+    p.add_argument("--delimiter", default=None, metavar="SEP",
+                   help="the CSV log's field separator: , ; tab or | (default: sniffed)")
+    p.add_argument("--encoding", default=None, choices=sorted(logread.ENCODINGS),
+                   help="the log's encoding (default: UTF-8, or UTF-16 by its BOM or its bytes)")
+    p.add_argument("--strict", action="store_true",
+                   help="the log's warnings (an archer not in the roster, a rank, role or 侯 "
+                        "against it, a row given twice) are errors")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="write to FILE (atomically) instead of standard output")
 
@@ -61,7 +70,9 @@ _finite = rules.finite_seconds
 def run(args: argparse.Namespace) -> int:
     tolerance = rules.tolerance_of(args.tolerance)
     offset = _finite("--offset", args.offset)
-    shots = read_shots(args.shots)          # the cheap check first
+    if args.delimiter is not None and args.delimiter not in logread.DELIMITERS:
+        raise UserError(f"--delimiter {args.delimiter!r}: expected one of , ; tab |")
+    shots = shots_from_columns(read_columns(args.shots, args.delimiter, args.encoding))
     source = data_source(args)
     # a shot log's times are the whole ceremony's: a saved --cues selection is put back there
     timeline = at_ceremony_times(read_timeline(args.cues, "check", source=source))
@@ -100,19 +111,29 @@ def run(args: argparse.Namespace) -> int:
     if bound is not None and alignment is not None:
         bound = arrow_stroke.live_strokes(bound, plan, alignment)     # bound is own here
     verdict = tally.evaluate_shots(shots, beats, offset, settings, bound)
+    names = roster(timeline.rite)
     status = 0
+    if own is not None:           # --own-jie: a name the roster lacks has no stroke of its own
+        stray = tally.rests_on_drum(shots, settings) & np.array(
+            [a not in names for a in shots.archers], dtype=bool)
+        verdict = tally.withhold(verdict, shots.round, shots.role, stray, tally.R_NOT_IN_ROSTER)
+        status = 3 if stray.any() else 0
     proof = None
     if found is not None and drum is not None:              # drum: found's summary
         verdict, unjudged = _withhold(args, found, shots, verdict, settings, offset)
         drum["not_judged_rows"] = (np.flatnonzero(unjudged) + 1).tolist()
-        status = 3 if unjudged.any() else 0
+        status = 3 if unjudged.any() or status else 0
         proof = evidence.shot_evidence(found, plan, shots, verdict, settings, own)
         proof = proof._replace(uncertain=proof.uncertain & ~unjudged)
         drum["uncertain_rows"] = (np.flatnonzero(proof.uncertain) + 1).tolist()
         _write_evidence(args, found, plan, shots, verdict, proof, settings)
-    warnings = list(shots.warnings) + [
+    warnings = list(shots.warnings) + log_warnings(shots, names,
+                                                       settings.own_hou) + [
         f"{a} looses {n} arrows in round {r}; an archer has four (乘矢)"
         for r, a, n in tally.over_four(shots.round, shots.archers)]
+    if args.strict and warnings:
+        raise UserError(f"{warnings[0]} (--strict: {len(warnings)} warning"
+                        f"{'s are' if len(warnings) > 1 else ' is'} an error)")
     for w in warnings:
         print(f"yuexuan check: warning: {w}", file=sys.stderr)
     meta = {"cues": str(args.cues), "shots": str(args.shots), "shejie_cues": cue_ids,
@@ -146,9 +167,7 @@ def _withhold(args: argparse.Namespace, found: DrumEvidence, shots: Shots, verdi
     """The verdicts with the shots the recording cannot judge left out (docs/check.md, exit 3):
     every shot resting on the drum when the placement is ambiguous (one line on stderr naming
     the candidate starts), else those outside the recording's span (``no audio``)."""
-    from yuexuan.check import evidence
-
-    rests = evidence.rests_on_drum(shots, settings)
+    rests = tally.rests_on_drum(shots, settings)
     placed = found.placement
     if placed is not None and placed.ambiguous and placed.runner_up is not None:
         mask, reason = rests, tally.R_AMBIGUOUS

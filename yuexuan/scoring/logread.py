@@ -19,6 +19,7 @@ import csv
 import gc
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from operator import itemgetter
@@ -35,7 +36,6 @@ OPTIONAL = ("pair", "round")
 FIELDS = REQUIRED + OPTIONAL
 
 MAX_FILE_BYTES = 2 * 1024 ** 3
-BOM = b"\xef\xbb\xbf"
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 CSV_SUFFIXES = (".csv", ".txt")
 
@@ -71,9 +71,32 @@ def _cut_short(path: str | Path, line: int) -> str:
     return f"{path}:{line}: the last line is cut short (a crash while it was written?): left out"
 
 
-def read_log_text(path: Path) -> tuple[str, str | None]:
+ENCODINGS = {"utf-8": "utf-8", "utf-16": "utf-16", "gb18030": "gb18030", "gbk": "gb18030"}
+BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _utf16_without_bom(raw: bytes) -> str | None:
+    """'utf-16-le' or 'utf-16-be' when ``raw`` looks like UTF-16 text without a BOM (every other
+    byte NUL, as ASCII text is in UTF-16), else None."""
+    head = raw[:4096]
+    if len(head) < 4 or len(head) % 2:
+        head = head[:len(head) - len(head) % 2]
+    if len(head) < 4:
+        return None
+    odd, even = head[1::2], head[0::2]
+    if odd.count(0) > 0.4 * len(odd) and even.count(0) < 0.1 * len(even):
+        return "utf-16-le"
+    if even.count(0) > 0.4 * len(even) and odd.count(0) < 0.1 * len(odd):
+        return "utf-16-be"
+    return None
+
+
+def read_log_text(path: Path, encoding: str | None = None) -> tuple[str, str | None]:
     """:func:`read_text`, and a warning when an unterminated last line is not UTF-8 (a character
-    cut by a crash): that line is then left out of the text."""
+    cut by a crash): that line is then left out of the text. UTF-8 and UTF-16 (what spreadsheet
+    programs write as "Unicode text"), with or without a BOM, are read as such; ``encoding``
+    (``--encoding``: utf-8, utf-16, gb18030) forces one. Other text is refused with what it looks
+    like (GBK/GB18030: how to convert it)."""
     try:
         with open(path, "rb") as f:
             size = f.seek(0, io.SEEK_END)
@@ -89,7 +112,23 @@ def read_log_text(path: Path) -> tuple[str, str | None]:
                         file=str(path)) from None
     except OSError as exc:
         raise UserError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    raw = raw.removeprefix(BOM)
+    codec = None if encoding is None else ENCODINGS[encoding]
+    for bom, name in BOMS:
+        if raw.startswith(bom) and codec in (None, name.split("-le")[0].split("-be")[0]):
+            raw, codec = raw[len(bom):], name
+            break
+    if codec is None:
+        codec = _utf16_without_bom(raw)
+    if codec is not None and codec != "utf-8":
+        try:
+            text = raw.decode(codec)
+        except UnicodeDecodeError as exc:
+            raise UserError(f"not {codec.upper()} text (bad byte at offset {exc.start})",
+                            file=str(path)) from None
+        if not text or text.isspace():
+            raise UserError("empty file: expected a header row (time,archer,rank,role,target,result)"
+                            " or JSON lines", file=str(path))
+        return text.replace("\r\n", "\n") if codec.startswith("utf-16") else text, None
     if not raw or raw.isspace():
         raise UserError("empty file: expected a header row (time,archer,rank,role,target,result)"
                         " or JSON lines", file=str(path))
@@ -106,9 +145,21 @@ def read_log_text(path: Path) -> tuple[str, str | None]:
                 return raw[:last].decode("utf-8"), _cut_short(path, raw.count(b"\n") + 1)
             except UnicodeDecodeError:
                 pass
+        if _looks_chinese(raw, "gb18030"):
+            raise UserError("looks like GBK/GB18030 text: save it as UTF-8 (or pass --encoding "
+                            "gb18030)", file=str(path)) from None
         raise UserError(f"not UTF-8 text (bad byte at offset {exc.start}): expected UTF-8 CSV "
                         "or JSON lines", file=str(path),
                         line=raw.count(b"\n", 0, exc.start) + 1) from None
+
+
+def _looks_chinese(raw: bytes, codec: str) -> bool:
+    """Whether ``raw`` decodes as ``codec`` into text with CJK characters (not UTF-8 by then)."""
+    try:
+        text = raw.decode(codec)
+    except UnicodeDecodeError:
+        return False
+    return sum("\u4e00" <= ch <= "\u9fff" for ch in text) >= 2
 
 
 def _header_index(path: Path, header: list[str]) -> dict[str, int]:
@@ -156,9 +207,30 @@ def _line_numbers(text: str) -> list[int]:
     return [reader.line_num for _ in reader]
 
 
-def read_csv(path: Path, text: str) -> Columns:
-    """A CSV with a header row; blank lines are skipped, a row of another width is refused."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+DELIMITERS = {",": ",", ";": ";", "tab": "\t", "\t": "\t", "\\t": "\t", "|": "|"}
+DECIMAL_COMMA = re.compile(r"\s*[+-]?\d+,\d+\s*")
+
+
+def sniff_delimiter(path: Path, text: str) -> str:
+    """The field separator of a CSV log: comma, semicolon (Excel in locales with a decimal comma)
+    or tab (Excel's "text"), by :class:`csv.Sniffer` on the first lines; a comma when it cannot
+    tell (a one-column file)."""
+    sample = "\n".join(text.splitlines()[:20])
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=",;\t").delimiter
+    except csv.Error:
+        first = text.splitlines()[0] if text else ""
+        counts = {d: first.count(d) for d in ",;\t"}
+        best = max(counts, key=lambda d: counts[d])
+        return best if counts[best] else ","
+
+
+def read_csv(path: Path, text: str, delimiter: str | None = None) -> Columns:
+    """A CSV with a header row; blank lines are skipped, a row of another width is refused. The
+    separator is ``delimiter`` or sniffed (:func:`sniff_delimiter`); where it is not a comma, a
+    time with a decimal comma (``1144,33``) is read as a decimal point."""
+    sep = delimiter or sniff_delimiter(path, text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
     header = next(reader, [])
     index = _header_index(path, header)
     ncol = len(header)
@@ -181,9 +253,16 @@ def read_csv(path: Path, text: str) -> Columns:
             if not blank.all():
                 k = int(np.flatnonzero(~blank)[0])
                 i = int(odd[k])
+                t = index["time"]
+                row = rows[i]
+                if (sep == "," and len(row) == ncol + 1 and t + 1 < len(row)
+                        and DECIMAL_COMMA.fullmatch(f"{row[t]},{row[t + 1]}")):
+                    raise field_error(path, int(lines[i]), i + 1 - k, "time",
+                                      f'"{row[t].strip()},{row[t + 1].strip()}" — a decimal '
+                                      f"comma? quote it or use a point")
                 raise field_error(path, int(lines[i]), i + 1 - k, None,
                                   f"has {len(rows[i])} fields, the header has {ncol} "
-                                  f"({','.join(header)})")
+                                  f"({sep.join(header)})")
             keep = np.ones(len(rows), dtype=bool)
             keep[odd] = False
             rows = [rows[i] for i in np.flatnonzero(keep)]
@@ -192,6 +271,9 @@ def read_csv(path: Path, text: str) -> Columns:
         values = {name: list(map(itemgetter(index[name]), rows)) if name in index else empty
                   for name in FIELDS}
         del rows
+        if sep != ",":                    # a decimal comma, as where ";" separates the fields
+            values["time"] = [v.replace(",", ".", 1) if "," in v and DECIMAL_COMMA.fullmatch(v)
+                              else v for v in values["time"]]
     return Columns(str(path), values, lines, warnings)
 
 
@@ -264,11 +346,17 @@ def is_jsonl(path: Path, text: str) -> bool:
     return text.lstrip().startswith("{")
 
 
-def read_columns(path: str | Path) -> Columns:
-    """The shot log at ``path`` as columns of text (CSV or JSON lines)."""
+def read_columns(path: str | Path, delimiter: str | None = None,
+                 encoding: str | None = None) -> Columns:
+    """The shot log at ``path`` as columns of text (CSV or JSON lines); ``delimiter`` and
+    ``encoding`` force the CSV's separator and the file's encoding (else sniffed)."""
     path = Path(path)
-    text, cut = read_log_text(path)
-    columns = read_jsonl(path, text) if is_jsonl(path, text) else read_csv(path, text)
+    text, cut = read_log_text(path, encoding)
+    if text.lstrip().startswith("[") and path.suffix.lower() not in (".jsonl", ".ndjson"):
+        raise UserError("this is JSON, not CSV: a JSON array; write one JSON object a line "
+                        "(JSON lines) or a CSV with a header row", file=str(path), line=1)
+    columns = (read_jsonl(path, text) if is_jsonl(path, text)
+               else read_csv(path, text, DELIMITERS.get(delimiter or "", delimiter)))
     if cut:
         columns = Columns(columns.path, columns.values, columns.lines, (cut, *columns.warnings))
     return columns

@@ -37,10 +37,11 @@ REASONS = (
     "唯公所中",      # released: the 公 on a 侯 not his own
     "placement ambiguous",   # not judged: the recording's place in the ceremony is not sure
     "no audio",              # not judged: the shot falls outside the recording
+    "not in the roster",     # not judged (--own-jie): no stroke of his own, the name unknown
 )
 (R_SHI, R_BUZHONG, R_WEISHI, R_BUGU, R_FEIQIHOU, R_BUGUAN,
- R_BUYILEZHI, R_GONGZE, R_WEIGONG, R_AMBIGUOUS, R_NO_AUDIO) = range(len(REASONS))
-NOT_JUDGED = (R_AMBIGUOUS, R_NO_AUDIO)     # the reasons of a shot left out of the tally
+ R_BUYILEZHI, R_GONGZE, R_WEIGONG, R_AMBIGUOUS, R_NO_AUDIO, R_NOT_IN_ROSTER) = range(len(REASONS))
+NOT_JUDGED = (R_AMBIGUOUS, R_NO_AUDIO, R_NOT_IN_ROSTER)   # the reasons of a shot left out of the tally
 
 # Quoted in docs/check.md and in the JSON "rules" list.
 RULES = {
@@ -333,6 +334,17 @@ def evaluate(round_: npt.ArrayLike, rank: Codes, role: Codes, target: Codes,
     return Verdict(clock, beat, off, ok, released, reason, tallies(round_, role, released))
 
 
+def rests_on_drum(shots: Shots, settings: Settings) -> Mask:
+    """True for a round-3 shot released on a stroke and refused off it (the rules run both ways)."""
+    n = len(shots)
+    must = hou_of_pairs(shots.rank, shots.pair, settings.own_hou)
+    on, _ = decide(shots.round, shots.rank, shots.target, shots.result, must,
+                   np.ones(n, dtype=bool), settings)
+    off, _ = decide(shots.round, shots.rank, shots.target, shots.result, must,
+                    np.zeros(n, dtype=bool), settings)
+    return np.asarray((on != off) & (shots.round == 3))
+
+
 def evaluate_shots(shots: Shots, beats_s: npt.ArrayLike, offset_s: float = 0.0,
                    settings: Settings = Settings(), bound_s: npt.ArrayLike | None = None) -> Verdict:
     """:func:`evaluate` on a :class:`yuexuan.scoring.shots.Shots`."""
@@ -341,5 +353,5 @@ def evaluate_shots(shots: Shots, beats_s: npt.ArrayLike, offset_s: float = 0.0,
 
 
 __all__ = ["Verdict", "evaluate", "evaluate_shots", "Settings", "huo_called", "arrow_numbers",
-           "over_four", "MAX_ARROWS", "hou_of_pairs", "withhold", "NOT_JUDGED",
+           "over_four", "MAX_ARROWS", "hou_of_pairs", "withhold", "NOT_JUDGED", "rests_on_drum",
            "on_beat", "decide", "tallies", "announcement", "chinese_number", "REASONS", "RULES"]
