@@ -126,8 +126,9 @@ def test_a_flood_of_bad_messages_keeps_memory_bounded(tmp_path, ceremony, lishou
 
 def test_a_duplicate_shot_is_not_judged_and_a_stray_loose_is_replaced(tmp_path, ceremony, lishou):
     order = []
-    hub, _, out = _hub(tmp_path, ceremony, lishou, order)
-    hub.deliver(osc.Loose("上耦上射", 1141.8, T))          # a stray loose, 2.5 s before
+    hub, show, out = _hub(tmp_path, ceremony, lishou, order)
+    now_s = ceremony.cue("lishou").start + show.timeline_s(T)    # the show's now, ceremony s
+    hub.deliver(osc.Loose("上耦上射", now_s - 2.5, T))      # a stray loose, 2.5 s before
     hub.deliver(osc.Loose("上耦上射", None, T))            # the arrow's own: replaces it
     hub.deliver(osc.Shot(SHOT, T + 0.1))
     hub.deliver(osc.Shot(SHOT, T + 0.3))                  # the same datagram again
