@@ -5,7 +5,8 @@
 ``JACK_DEFAULT_SERVER``). ``Recorder`` runs this file as a separate
 process (``python tests/jack_support.py record CLIENT OUT.jsonl``) that opens a JACK MIDI input
 ``CLIENT:in`` and writes every message it receives, stamped with its arrival time on the
-monotonic clock, when it gets SIGTERM.
+monotonic clock, when it gets SIGTERM. ``MidiDump`` runs JACK's own ``jack_midi_dump`` (jackd2)
+as an independent destination.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -256,6 +258,125 @@ class Recorder:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+class MidiDump:
+    """JACK's own recorder, ``jack_midi_dump -a NAME`` (a C client of jackd2's examples, written
+    by nobody here), as a destination ``NAME:input``: every message it prints, with the JACK
+    frame it arrived in (:meth:`messages`).
+
+    Its process callback hands each message to its printing thread through a ring of 127
+    messages; a burst bigger than that in one cycle (play's tuning at the start: 160 messages)
+    loses the rest, and it says so on stderr ("ringbuffer was full"): :attr:`overflows` counts
+    those lines, and :attr:`overflow_after` how many messages it had printed when the first came.
+    It leaves the server cleanly on SIGINT (jack_deactivate, jack_client_close) but leaves
+    unprinted what its last cycle brought, so a test waits until what it expects has been printed
+    (:meth:`wait_for`, bounded) before :meth:`stop`. SIGTERM would kill it mid-cycle, and a
+    synchronous server then wedges.
+    """
+
+    LINE = re.compile(r"^\s*(\d+):((?: [0-9a-f]{2})+)")
+
+    @classmethod
+    def started(cls, env: dict, name: str, tries: int = 3) -> MidiDump:
+        """A recorder whose port JACK lists. A server busy with other clients may refuse a
+        client's open ("Could not create JACK client"): tried again, ``tries`` times in all."""
+        for attempt in range(tries):
+            dump = cls(env, name)
+            try:
+                wait_for_ports(env, [dump.port], alive=dump.proc)
+                return dump
+            except RuntimeError:
+                dump.stop()
+                if attempt + 1 == tries:
+                    raise RuntimeError(f"jack_midi_dump {name} did not start: {dump.errors}") from None
+        raise AssertionError("unreachable")
+
+    def __init__(self, env: dict, name: str):
+        self.name = name
+        self.port = f"{name}:input"
+        self.proc = subprocess.Popen(["jack_midi_dump", "-a", name], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=_ends_with_parent)
+        self.lines: list[str] = []
+        self.overflows = 0
+        self.overflow_after: int | None = None
+        self.errors: list[str] = []
+        self._changed = threading.Condition()
+        self._readers = [threading.Thread(target=self._read, args=(self.proc.stdout, False), daemon=True),
+                         threading.Thread(target=self._read, args=(self.proc.stderr, True), daemon=True)]
+        for t in self._readers:
+            t.start()
+
+    def _read(self, stream, errors: bool) -> None:
+        for line in stream:
+            with self._changed:
+                if not errors:
+                    self.lines.append(line)
+                elif "ringbuffer was full" in line:
+                    self.overflows += 1
+                    if self.overflow_after is None:
+                        self.overflow_after = len(self.lines)
+                else:
+                    self.errors.append(line.rstrip())
+                self._changed.notify_all()
+
+    def messages(self) -> list[tuple[int, bytes]]:
+        """``(JACK frame, message bytes)`` of every message printed so far, in order."""
+        with self._changed:
+            lines = list(self.lines)
+        out = []
+        for line in lines:
+            m = self.LINE.match(line)
+            if m:
+                out.append((int(m.group(1)), bytes(int(x, 16) for x in m.group(2).split())))
+        return out
+
+    def wait_for(self, done, timeout: float) -> bool:
+        """Until ``done(messages)`` is true (each time something was printed), at most
+        ``timeout`` s; whether it became true."""
+        end = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                if done(self.messages()):
+                    return True
+                left = end - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    return done(self.messages())
+                self._changed.wait(left)
+
+    def stop(self) -> list[tuple[int, bytes]]:
+        """End it (SIGINT; killed if it has not ended within 5 s); every message printed."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        for t in self._readers:
+            t.join(5)
+        return self.messages()
+
+
+def wait_for_ports(env: dict, ports, timeout: float = 10.0, alive: subprocess.Popen | None = None) -> None:
+    """Until JACK lists every port of ``ports`` (jack_lsp), at most ``timeout`` s (RuntimeError
+    then, or as soon as the process ``alive`` has ended)."""
+    end = time.monotonic() + timeout
+    want = set(ports)
+    while True:
+        if alive is not None and alive.poll() is not None:
+            raise RuntimeError(f"the client of {sorted(want)} has ended")
+        try:
+            listed = subprocess.run(["jack_lsp"], env=env, capture_output=True, text=True,
+                                    timeout=max(0.5, end - time.monotonic())).stdout
+        except subprocess.TimeoutExpired:
+            listed = ""
+        missing = want - set(listed.split("\n"))
+        if not missing:
+            return
+        if time.monotonic() > end:
+            raise RuntimeError(f"JACK did not list {sorted(missing)} within {timeout} s")
+        time.sleep(0.05)
 
 
 def _record(client: str, out: str) -> None:

@@ -82,3 +82,39 @@ def assert_nothing_left_sounding(msgs):
     cc123 = {m.channel for t, m in msgs
              if m.type == "control_change" and m.control == 123 and t >= last_on}
     assert {m.channel for _, m in ons} <= cc123
+
+
+# -- what a recorder of raw messages heard (jack_support.MidiDump) ---------------------------------
+NOTE_ON, NOTE_OFF, CONTROL_CHANGE = 0x90, 0x80, 0xB0
+ALL_NOTES_OFF, ALL_SOUND_OFF = 123, 120
+ACTIVE_SENSING = 0xFE
+
+
+def sounding_after(raw, start: Counter | None = None) -> Counter:
+    """(channel, key) → note-ons not yet answered, after the raw messages ``raw`` (bytes, in
+    order), from ``start``: a note-on is answered by a note-off of its key on its channel (or a
+    note-on of velocity 0) or by CC 123 (All Notes Off) on its channel."""
+    open_ = Counter(start or ())
+    for b in raw:
+        kind, ch = b[0] & 0xF0, b[0] & 0x0F
+        if kind == NOTE_ON and len(b) == 3 and b[2] > 0:
+            open_[(ch, b[1])] += 1
+        elif kind in (NOTE_ON, NOTE_OFF) and len(b) == 3 and open_[(ch, b[1])] > 0:
+            open_[(ch, b[1])] -= 1
+        elif kind == CONTROL_CHANGE and len(b) == 3 and b[1] == ALL_NOTES_OFF:
+            for k in [k for k in open_ if k[0] == ch]:
+                open_[k] = 0
+    return +open_
+
+
+def first_note_on(raw) -> int | None:
+    """The index of the first note-on in ``raw``, or None."""
+    return next((i for i, b in enumerate(raw) if b[0] & 0xF0 == NOTE_ON and len(b) == 3 and b[2] > 0),
+                None)
+
+
+def resets_before(raw, end: int | None) -> set[tuple[int, int]]:
+    """(controller, channel) of every CC 123 / CC 120 of value 0 among ``raw[:end]``."""
+    return {(b[1], b[0] & 0x0F) for b in raw[:end]
+            if b[0] & 0xF0 == CONTROL_CHANGE and len(b) == 3 and b[1] in (ALL_NOTES_OFF, ALL_SOUND_OFF)
+            and b[2] == 0}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the test suite measures against (run as root; skipped when already present):
 #   fluidsynth + fluid-soundfont-gm  independent MIDI renderer (MTS tuning, speed comparison)
-#   jackd2                           JACK server with the dummy backend, for live-MIDI tests
+#   jackd2                           JACK server with the dummy backend, for live-MIDI tests, and its
+#                                    jack_midi_dump, the independent recorder of tests/test_live_delivery.py
 #   chromium + chromium-driver       headless browser for the audio-guide page
 #   lilypond                         PDF engraving of the score
 #   sox                              independent audio measurements

@@ -303,10 +303,12 @@ def test_lost_port_drops_then_resends_setup_on_return():
     sink.clock.advance(0.4)
     n = len(sink.msgs())
     # the port lets messages through again only inside port_changed, under the show's lock: the
-    # setup (tuning, programs) goes out before any scheduled note
+    # resets (CC 123, CC 120 on all 16 channels), then the setup (tuning, programs) go out
+    # before any scheduled note
     show.port_changed("back", resume=lambda: ok.update(v=True))
-    resent = [m for _, m in sink.msgs()[n:n + 5]]
-    assert resent[0].type == "sysex" and resent[1].type == "program_change"
+    resent = [m for _, m in sink.msgs()[n:n + 35]]
+    assert {(m.control, m.channel) for m in resent[:32]} == {(cc, ch) for cc in (123, 120) for ch in range(16)}
+    assert resent[32].type == "sysex" and resent[33].type == "program_change"
     assert show.dropped > 0
     assert sink.clock.run(show.done.is_set, 15)
     show.shutdown()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import queue
 import time
@@ -15,9 +16,11 @@ from yuexuan.commands import play_judging
 from yuexuan.commands.common import add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
 from yuexuan.live import calls as live_calls
-from yuexuan.live import jack_server, operator, osc, ports, process, timecode
+from yuexuan.live import jack_server, operator, osc, process, rtmidi_clients, timecode
 from yuexuan.live import show as show_mod
 from yuexuan.live.judged_show import JudgedShow
+from yuexuan.live.midi_in import Input
+from yuexuan.live.midi_out import Output
 from yuexuan.live.program import build_program
 from yuexuan.live.terminal import Terminal
 from yuexuan.scoring import rules as rules_mod
@@ -45,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", metavar="NAME",
                    help="send to the first MIDI destination whose name contains NAME "
                         "(default: open a virtual port 'yuexuan:out')")
-    p.add_argument("--api", choices=sorted(ports.APIS), default="alsa",
+    p.add_argument("--api", choices=sorted(rtmidi_clients.APIS), default="alsa",
                    help="MIDI backend (default alsa)")
     p.add_argument("--list-ports", action="store_true", help="list MIDI ports and exit")
     add_selection_argument(p, "play only these cues")
@@ -110,7 +113,7 @@ def program_for(args: argparse.Namespace,
 
 
 def _print_ports(api: str) -> None:
-    found = ports.list_ports(api)
+    found = rtmidi_clients.list_ports(api)
     for kind in ("outputs", "inputs"):
         print(f"{api} MIDI {kind}:")
         for name in found[kind] or ["(none)"]:
@@ -141,7 +144,7 @@ class _Rig:
     ended: queue.Queue[Any] = field(default_factory=queue.Queue)     # cues ended, for the hub
     log: ShotLogWriter | None = None    # --shots-log
     listener: osc.OscListener | None = None
-    out: ports.Output | None = None
+    out: Output | None = None
     show: JudgedShow | None = None
     hub: Hub | None = None              # when shots are judged live
     term: Terminal | None = None
@@ -202,13 +205,13 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
     if plan.listen is not None:          # bound now, started once the hub is there
         rig.listener = osc.OscListener(*plan.listen, rig.to_hub, _input_priority(args), plan.gate)
         stack.callback(rig.listener.close)
-    out = rig.out = ports.Output(args.api, args.port)
-    stack.callback(out.close)
+    out = rig.out = Output(args.api, args.port)
+    stack.callback(lambda: out.close(again=rig.show.releases() if rig.show is not None else ()))
     stack.callback(_last_screen, rig)    # after the show's shutdown
     show = rig.show = _show(plan, out, rig.ended)
     stack.callback(show.shutdown)
     if args.control:
-        control = ports.Input(args.api, args.control, lambda data: show.midi_in(
+        control = Input(args.api, args.control, lambda data: show.midi_in(
             data, plan.go_trigger, plan.stop_trigger))
         stack.callback(control.close)
         out.follow(control)                 # re-created with a JACK server that returns
@@ -230,7 +233,7 @@ def _open_rig(args: argparse.Namespace, plan: _Plan, rig: _Rig,
     rig.term = Terminal(rig.commands, listening)
 
 
-def _show(plan: _Plan, out: ports.Output, ended: queue.Queue[Any]) -> JudgedShow:
+def _show(plan: _Plan, out: Output, ended: queue.Queue[Any]) -> JudgedShow:
     """The show on ``out``, telling --osc-out of each cue and beat, and the hub (through
     ``ended``) of each cue's end when shots are judged live."""
     hooks: dict[str, Any] = {}          # on_cue, on_beat, on_cue_end: each called with a Cue or Beat
@@ -322,9 +325,13 @@ def _finish(args: argparse.Namespace, plan: _Plan, rig: _Rig, interrupted: bool)
              + ("" if show.realtime else "; scheduler ran without realtime priority")]
     _cues_ended(rig.ended, hub)
     lines.extend(hub.final_lines() if hub is not None else ())
+    undelivered = out.delivery.line() if out.delivery is not None else None
+    if undelivered:
+        lines.append(f"yuexuan play: {undelivered}")
     if args.report:             # first: after SIGHUP the terminal that stderr writes to is gone
         report = _report(show, summary)
         report["jack_server_outages"] = list(jack_server.outages_report(out.server_outages()))
+        report["delivery"] = None if out.delivery is None else dataclasses.asdict(out.delivery)
         if hub is not None:
             report["judging"] = hub.summary()
         if plan.notify is not None:

@@ -36,7 +36,7 @@ from yuexuan.timeline import Beat, Timeline
 if TYPE_CHECKING:
     from yuexuan.live.judge import JudgedShot
     from yuexuan.live.judging import Hub
-    from yuexuan.live.ports import Input
+    from yuexuan.live.midi_in import Input
 
 NOTE_ON = 0x90
 SHOOTING_ROUND = 3          # the 射节 (kind shejie) is round 3's music
@@ -144,12 +144,12 @@ def open_sensor(api: str, fragment: str, hub: Hub, sensor: HitsMidi, timeline: T
     """Open the MIDI input whose name contains ``fragment`` and feed its hits, read by the cue
     sheet's ``[hits_midi]`` map ``sensor`` (:func:`yuexuan.rite.cuesheet_hits.read`) with the
     arrow flights of ``timeline`` (the one played), to ``hub`` (from a thread at SCHED_FIFO
-    ``rt_priority`` where allowed). Returns (HitSensor, the open ports.Input)."""
-    from yuexuan.live import ports
+    ``rt_priority`` where allowed). Returns (HitSensor, the open :class:`~yuexuan.live.midi_in.Input`)."""
+    from yuexuan.live.midi_in import Input
 
     rules = hub.judge.rules
     reader = HitSensor(hub, sensor, flight_times(sensor, timeline),
                        shooting_strokes(rules.timeline_beats, rules.cue_ids))
-    port = ports.Input(api, fragment, lambda data: reader.midi_in(data, time.monotonic()),
+    port = Input(api, fragment, lambda data: reader.midi_in(data, time.monotonic()),
                        option="--hits-midi", role="hits", rt_priority=rt_priority)
     return reader, port

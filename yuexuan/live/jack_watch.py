@@ -37,12 +37,23 @@ def _open(jack: Any, down: threading.Event) -> Any:
     return client
 
 
+OPEN_TRIES = 3                 # a server busy with other clients may fail an open once (as
+OPEN_RETRY_S = 0.3             # yuexuan.live.rtmidi_clients.open_client): tried again, s apart
+
+
 def main(retry_s: float) -> None:
     down = threading.Event()
     try:
         import jack  # JACK-Client
 
-        client: Any = _open(jack, down)
+        for attempt in range(OPEN_TRIES):
+            try:
+                client: Any = _open(jack, down)
+                break
+            except jack.JackError:
+                if attempt + 1 == OPEN_TRIES:
+                    raise
+                time.sleep(OPEN_RETRY_S)
     except Exception as exc:        # ImportError, OSError, JackError: each said as it is
         _say(f"error {exc}".replace("\n", " "))
         os._exit(1)

@@ -17,8 +17,6 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from prompt_toolkit.utils import get_cwidth
-
 if TYPE_CHECKING:
     from yuexuan.timeline import Cue
 
@@ -87,6 +85,13 @@ def _clock(seconds: float | None) -> str:
     return f"{sign}{int(s // 60):02d}:{s % 60:04.1f}"
 
 
+def cells(text: str) -> int:
+    """The terminal cells ``text`` takes (a CJK character two: prompt_toolkit's ``get_cwidth``,
+    imported on first use, so that ``play`` without a terminal never loads prompt_toolkit)."""
+    from prompt_toolkit.utils import get_cwidth
+    return sum(get_cwidth(c) for c in text)
+
+
 def printable(text: str) -> str:
     """``text`` with each control or format character (escape, newline, bidi marks …) as ``?``:
     what a sender puts in a name must not move the operator's cursor or start a new line."""
@@ -95,11 +100,11 @@ def printable(text: str) -> str:
 
 def cut(text: str, columns: int) -> str:
     """``text`` (printable) cut to ``columns`` terminal cells; a cut line ends with ``…``."""
-    if sum(get_cwidth(c) for c in text) <= columns:
+    if cells(text) <= columns:
         return text
     out, used = [], 0
     for c in text:
-        w = get_cwidth(c)
+        w = cells(c)
         if used + w > columns - 1:
             break
         out.append(c)
@@ -111,8 +116,8 @@ def keep_end(text: str, columns: int, sep: str = "  ", most: int = 24) -> str:
     """``text`` cut to ``columns`` cells in its middle, so that what follows its last ``sep``
     (a verdict line's "算 释" or "· 不鼓不释", at most ``most`` cells) stays on the screen."""
     head, _, end = text.rpartition(sep)
-    width = sum(get_cwidth(c) for c in end)
-    if not head or width > most or sum(get_cwidth(c) for c in text) <= columns:
+    width = cells(end)
+    if not head or width > most or cells(text) <= columns:
         return text
     return cut(head, columns - width - len(sep)) + sep + end      # cut() ends it with …
 

@@ -70,8 +70,12 @@ class Outlet:
 
     def all_notes_off(self) -> None:
         """CC 123 (All Notes Off) on every channel the show uses."""
-        for ch in self.channels:
-            self.send((CONTROL_CHANGE | ch, ALL_NOTES_OFF, 0))
+        for data in self.releases():
+            self.send(data)
+
+    def releases(self) -> list[tuple[int, int, int]]:
+        """The messages of :meth:`all_notes_off`."""
+        return [(CONTROL_CHANGE | ch, ALL_NOTES_OFF, 0) for ch in self.channels]
 
     def reset(self) -> None:
         """CC 123 (All Notes Off) and CC 120 (All Sound Off) on all 16 channels: before a show's
@@ -90,14 +94,15 @@ class Outlet:
                 "output resumes when it returns")
 
     def port_back(self, setup: Iterable[Sequence[int]], resume: Callable[[], None] | None = None) -> str:
-        """The destination is back: ``resume()`` reopens it, then the setup (tuning, programs)
-        and All Notes Off / All Sound Off on every channel go out first (a destination that came
-        back may be a restarted synthesiser, or one a server restart left sounding). Returns the
+        """The destination is back: ``resume()`` reopens it, then All Notes Off / All Sound Off
+        on every channel (what sounded at the loss is released: a destination that came back may
+        be one a server restart left sounding) and the setup (tuning, programs: it may be a
+        restarted synthesiser) go out before anything else, as at the start. Returns the
         notice."""
         self.port_ok = True
         if resume is not None:
             resume()
+        self.reset()
         for data in setup:
             self.send(data)
-        self.reset()
         return f"MIDI output {self.port_name} is back; output resumed"

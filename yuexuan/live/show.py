@@ -25,8 +25,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import mido
-
 from yuexuan.live import timecode
 from yuexuan.live.clock_out import SyncStreams
 from yuexuan.live.operator import Status
@@ -37,7 +35,6 @@ from yuexuan.live.scheduler import Scheduler
 from yuexuan.timeline import Cue
 
 GO_AFTER_S = 0.005           # from a GO (once the show runs) to the cue's first message, s
-_MSC_COMMANDS = {"go": "go", "stop": "stop", "resume": "resume", "all_off": "panic"}
 
 
 @dataclass(frozen=True)
@@ -132,6 +129,10 @@ class Show:
                                                      in zip(starts, self.program.cues)])
                 self._launch(list(range(len(self.program.cues))), origin - starts[0])
                 self._index = len(self.program.cues)
+
+    def releases(self) -> list[tuple[int, int, int]]:
+        """What the end of the show sends last: All Notes Off on every channel it uses."""
+        return self._outlet.releases()
 
     def notice(self, text: str) -> None:
         with self._lock:
@@ -255,18 +256,8 @@ class Show:
 
     def midi_in(self, data: Sequence[int], go: timecode.Trigger, stop: timecode.Trigger) -> str | None:
         """An incoming raw message (foot switch / MSC): the command it fires, if any."""
-        try:
-            msg = mido.Message.from_bytes(list(data))
-        except ValueError:
-            return None
-        msc = timecode.parse_msc(msg, self.options.msc_device)
-        if msc is not None:
-            name = _MSC_COMMANDS[msc[0]]
-        elif timecode.matches(go, msg):
-            name = "go"
-        elif timecode.matches(stop, msg):
-            name = "stop"
-        else:
+        name = timecode.command_for_midi(data, go, stop, self.options.msc_device)
+        if name is None:
             return None
         text = self.command(name)
         self.notice(f"MIDI {name}: {text}")

@@ -206,3 +206,22 @@ def matches(trigger: Trigger, message: mido.Message) -> bool:
         return message.type == "note_on" and message.note == trigger.number and message.velocity > 0
     return (message.type == "control_change" and message.control == trigger.number
             and message.value >= 64)
+
+
+MSC_SHOW_COMMANDS = {"go": "go", "stop": "stop", "resume": "resume", "all_off": "panic"}   # MSC → show
+
+
+def command_for_midi(data: Sequence[int], go: Trigger, stop: Trigger,
+                     msc_device: int | None) -> str | None:
+    """The show command an incoming raw message fires (an MSC command to ``msc_device``, the
+    GO or the soft-stop trigger), or None."""
+    try:
+        msg = mido.Message.from_bytes(list(data))
+    except ValueError:
+        return None
+    msc = parse_msc(msg, msc_device)
+    if msc is not None:
+        return MSC_SHOW_COMMANDS[msc[0]]
+    if matches(go, msg):
+        return "go"
+    return "stop" if matches(stop, msg) else None
