@@ -34,6 +34,7 @@ SYSTEM_FIXTURES = {"browser": "chromium", "jack": "jackd", "jack_async": "jackd"
                    "phone_video": "ffmpeg, fluidsynth"}
 # Single tests, by function name:
 SYSTEM_TESTS = {"test_pdf_through_lilypond": "lilypond", "test_voices_hnr_beside_the_choir_aahs": "fluidsynth",
+                "test_syllables_match_their_espeak_templates": "espeak-ng",
                 "test_killed_score_pdf_keeps_the_previous_pdf": "lilypond"}
 
 # The ``realtime`` tests time MIDI against the wall clock over the synchronous JACK server: they

@@ -10,8 +10,10 @@
 #   ffmpeg                           makes the phone-video (MP4/AAC) recordings the drum finder is tested on
 #   default-jre-headless + npm       the Nu Html Checker (vnu-jar from the npm registry) for the guide's HTML
 #   tmux                             a terminal emulator the operator's screen of play is read through
+#   espeak-ng                        a reference speaker (GPL: the tests run it, the package never does):
+#                                    its Mandarin templates for the voices' intelligibility (test_speech.py)
 set -eu
-pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk ffmpeg tmux"
+pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk ffmpeg tmux espeak-ng"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -170,12 +170,13 @@ def test_ensemble_one_onset_a_syllable(luming):
 
 
 def test_ensemble_energy_above_5khz(luming):
-    """Energy above 5 kHz 35–45 dB under the total (a sung vowel's breath and consonants)."""
+    """Energy above 5 kHz (a sung vowel's breath and consonants) between FluidR3's Choir Aahs on
+    the same notes (−36.6 dB under the total) and espeak-ng saying the line (−25.3 dB)."""
     _, x, _, _ = luming
     power = np.abs(np.fft.rfft(x)) ** 2
     f = np.fft.rfftfreq(len(x), 1 / SR)
     db = 10 * math.log10(power[f > 5000].sum() / power.sum())
-    assert -45 <= db <= -35, db
+    assert -38 <= db <= -25, db
 
 
 def test_no_two_renditions_of_a_syllable_alike(luming):

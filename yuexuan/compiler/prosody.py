@@ -20,7 +20,9 @@ Models and where each number comes from:
   the rhyme's inherent length by its vowels (a monophthong 0.20 s, a diphthong or a nasal coda
   0.24 s, three targets 0.27 s) and MIN = 0.45 × INH (INFERENCE, of the size of Klatt's own
   ratios); the initial adds its own length (as yuexuan/audio/voice/articulation.py makes it: stops'
-  voice-onset times, Rochet & Fei 1991; fricatives 80–150 ms, Svantesson 1986). The syllables then
+  voice-onset times, Rochet & Fei 1991; fricatives 80–150 ms, Svantesson 1986; a stop's closure
+  50 ms, INFERENCE), and a syllable's note ends where the next one's consonant (or closure)
+  begins, its decay sounding under it (coarticulation). The syllables then
   share the utterance's present span in these proportions (pauses keep their slot), so that a
   formula keeps its length and later cues do not move;
 - **F0**: Xu's target approximation, in its quantitative form qTA (Prom-on, Xu & Thipakorn 2009,
@@ -49,13 +51,15 @@ import numpy.typing as npt
 
 from yuexuan.pronunciation import Reading, read_line
 
-#: a syllable's note fills this share of its slot (the rest: its decay under the next consonant)
+#: the last syllable of a phrase fills this share of its slot; one before another ends as the
+#: next one's consonant begins (its decay under it: coarticulation), at least 20 ms before its vowel
 FILL = 0.9
+MIN_GAP_S = 0.02
 #: the F0 contour on a note: one value about every this many seconds (at least three)
 CONTOUR_STEP_S = 0.04
 
-#: the function words of the classical formulas, said unstressed (Klatt's rule 7): INFERENCE, the
-#: common 虚词 of these texts
+#: the function words of the classical formulas, said unstressed (Klatt's rule 7) but before a
+#: pause (where the phrase's boundary lengthens them): INFERENCE, the common 虚词 of these texts
 UNSTRESSED = frozenset("之乎者也于於而其若则与焉矣哉兮")
 NUMERALS = frozenset("一二三四五六七八九十百千万两")
 
@@ -64,10 +68,15 @@ NON_FINAL = 0.60            # Klatt rule 3: every other syllable
 UNSTRESSED_PRCNT = 0.70     # Klatt rule 7
 TONE_PRCNT = {1: 1.00, 2: 1.05, 3: 1.10, 4: 0.90, 5: 0.50}   # 5: 林茂灿、颜景助 1980; 1–4 INFERENCE
 MIN_FRACTION = 0.45         # MIN = 0.45 × INH (INFERENCE)
-#: the initial's own length, s, by class (yuexuan/audio/voice/articulation.py's figures)
-INITIAL_S = {**dict.fromkeys(("b", "d", "g"), 0.03), **dict.fromkeys(("p", "t", "k"), 0.10),
-             **dict.fromkeys(("z", "zh", "j"), 0.06), **dict.fromkeys(("c", "ch", "q"), 0.11),
-             **dict.fromkeys(("f", "s", "sh", "x", "h"), 0.12), **dict.fromkeys(("m", "n", "l", "r"), 0.05)}
+#: the initial's own length before its vowel, s, by class: yuexuan/audio/voice/articulation.py's
+#: (stops' and affricates' release and voice-onset time, Rochet & Fei 1991; fricatives,
+#: Svantesson 1986), a stop's or affricate's closure of 50 ms before it (INFERENCE)
+CLOSURE_S = 0.05
+_CLASS_S = {("b", "d", "g"): 0.03 + CLOSURE_S, ("p", "t", "k"): 0.10 + CLOSURE_S,
+            ("z", "zh", "j"): 0.06 + CLOSURE_S, ("c", "ch", "q"): 0.11 + CLOSURE_S,
+            ("f", "s", "sh", "x", "h"): 0.12, ("m", "n", "l", "r"): 0.05,
+            ("",): CLOSURE_S}            # a syllable without an initial opens with a glottal stop
+INITIAL_S = {initial: length for group, length in _CLASS_S.items() for initial in group}
 
 #: qTA pitch targets (m st/s, b st, λ /s) by tone; 3 before a pause: ``FINAL_LOW``
 TARGET = {1: (0.0, 5.0, 40.0), 2: (25.0, -2.5, 40.0), 3: (0.0, -6.0, 40.0), 4: (-35.0, 6.0, 40.0),
@@ -76,6 +85,7 @@ FINAL_LOW = (22.0, -6.0, 40.0)
 FINAL_LOW_TOP_ST = 2.5      # the final 214 rises to level 4
 RANGE_ST = (-9.0, 8.0)      # a target's line stays inside the speaker's range (INFERENCE)
 DECLINATION_ST_S = 2.0
+CALL_TONE_S = 0.6           # a call says its tone over this much of itself, then holds (INFERENCE)
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,7 @@ def weights(chars: str, readings: Sequence[Reading], tones: Sequence[int]) -> li
     for k, (ch, r, tone) in enumerate(zip(chars, readings, tones)):
         inh = _rhyme_inherent_s(r)
         prcnt = (PRE_PAUSE if k == last else NON_FINAL) * TONE_PRCNT.get(tone, 1.0)
-        if ch in UNSTRESSED:
+        if ch in UNSTRESSED and k != last:      # before a pause it carries the boundary
             prcnt *= UNSTRESSED_PRCNT
         out.append(INITIAL_S.get(r.initial, 0.0) + inh * (MIN_FRACTION + (1 - MIN_FRACTION) * prcnt))
     return out
@@ -216,7 +226,9 @@ def utterance(slots: Sequence[str | None], slot_s: float,
         slot = [lengths[k] * scale for k in p]
         targets = [_inside(tg, length, FINAL_LOW_TOP_ST if tones[k] == 3 and j == len(p) - 1 else RANGE_ST[1])
                    for j, (k, tg, length) in enumerate(zip(p, targets, slot))]
-        durations = [x * FILL for x in slot]
+        nxt = [readings[idx[k]].initial for k in p[1:]]
+        durations = [max(0.5 * x, x - max(MIN_GAP_S, INITIAL_S.get(i, 0.0))) for x, i in zip(slot, nxt)] \
+            + [slot[-1] * FILL]
         grids = [np.linspace(0.0, d, max(3, math.ceil(d / CONTOUR_STEP_S) + 1)) for d in durations]
         curves = _qta(targets, slot, (targets[0][1], 0.0, 0.0), grids)
         for k, d, f0 in zip(p, durations, curves):
@@ -227,6 +239,11 @@ def utterance(slots: Sequence[str | None], slot_s: float,
 
 def call(syllable: str, duration_s: float) -> tuple[float, ...]:
     """The F0 contour (st re the speaking pitch) of one syllable said alone for ``duration_s``
-    (a call: 留, 诺 …), its note filling the whole of it."""
-    said = utterance([syllable], duration_s / FILL)[0]
-    return said.f0_st
+    (a call: 留, 诺 …), its note filling the whole of it. A call held longer than
+    :data:`CALL_TONE_S` says its tone over that and holds its end (a chanted call: INFERENCE)."""
+    tone_s = min(duration_s, CALL_TONE_S)
+    contour = np.array(utterance([syllable], tone_s / FILL)[0].f0_st)
+    n = max(3, math.ceil(duration_s / CONTOUR_STEP_S) + 1)
+    t = np.linspace(0.0, duration_s, n)
+    held = np.interp(np.minimum(t, tone_s), np.linspace(0.0, tone_s, len(contour)), contour)
+    return tuple(round(float(v), 2) for v in held)

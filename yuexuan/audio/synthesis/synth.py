@@ -296,7 +296,7 @@ def length(family: str, params: dict[str, Any], duration_s: float, sample_rate: 
     """Samples :func:`note` returns for these arguments (without rendering); a stone's depends
     on its ``hz``, a voice's on its syllable's ``reading`` (the consonant before the note)."""
     if family == "voice":
-        return takes.length(reading or takes.NO_WORDS, duration_s, sample_rate)
+        return takes.length(reading or takes.NO_WORDS, duration_s, sample_rate, hz is not None)
     if family in SUSTAINED:
         return max(1, int(duration_s * sample_rate)) + int(RELEASE_S * sample_rate)
     if family == "string":

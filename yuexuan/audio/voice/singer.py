@@ -7,9 +7,14 @@ synthesiser: Klatt 1980, JASA 67(3)).
 The resonators are Klatt's two-pole sections (unity gain at 0 Hz), switched every 5 ms while the
 formants move and run as one filter where they hold: numpy/scipy has no time-varying formant
 filter. Figures: shimmer as a setting (healthy voices' local shimmer under about 3.8 %, Praat's
-own pathology bound, after Baken & Orlikoff 2000); aspiration noise modulated by the glottal
-cycle and a high band of it, set so that energy above 5 kHz lies 35–45 dB under the total, as a
-sung vowel's does (the issue's measurement of FluidR3's Choir Aahs: −37 dB).
+own pathology bound, after Baken & Orlikoff 2000: the settings are lower, since the breath,
+jitter and vibrato add to what Praat measures); aspiration noise that flows with the glottal
+cycle (open for :data:`OPEN_PHASE` of each period, a leak of :data:`CLOSED_BREATH` while closed:
+the breath of a voice is pulsed at F0, Klatt & Klatt 1990, JASA 87(2)) through the formants, and
+its part above the cascade, 4–9 kHz (the tract's upper resonances: Klatt 1980's parallel F6 lies
+at 4.9 kHz), gated by the same cycle at the full rate, set so that a held vowel's (1–3 kHz) −
+(5–8 kHz) is about 32–35 dB (FluidR3's Choir Aahs 27.4 dB, espeak-ng 20.9 dB, measured for
+issue 30).
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ import numpy.typing as npt
 
 from yuexuan.audio import dsp
 from yuexuan.audio.voice import glottal
-from yuexuan.audio.voice.articulation import RELEASE_S, Articulation, articulate
+from yuexuan.audio.voice.articulation import Articulation, articulate, release_s
 from yuexuan.pronunciation import Reading
 
 STEP_S = 0.005                    # formant control step while they move
+OPEN_PHASE = 0.6                  # the share of a glottal period the glottis is open (breath flows)
+CLOSED_BREATH = 0.3               # breath while it is closed, re open (a glottal chink's leak)
+HIGH_BAND_HZ = (5000.0, 10000.0)   # the breath's band above the cascade: the tract's upper resonances
 SPEAKING_HZ = 110.0               # a man's speaking F0 (Peterson & Barney 1952: men's mean ≈ 132 Hz)
 
 
@@ -36,9 +44,9 @@ class Voice:
     """The settings of a voice (an instrument's ``[synth]`` table, read by :func:`voice_of`)."""
 
     pitch: glottal.Pitch = field(default_factory=glottal.Pitch)
-    shimmer: float = 0.03             # local shimmer (fraction of a period's amplitude)
-    aspiration: float = 0.06          # breath noise re the voiced source
-    high_band: float = 0.008          # breath noise above 4 kHz, re the voiced output's RMS
+    shimmer: float = 0.01             # local shimmer (fraction of a period's amplitude)
+    aspiration: float = 0.03          # breath noise re the voiced source, through the formants
+    high_band: float = 0.05           # breath noise above 4 kHz, re the voiced output's RMS
     shout: float = 0.0                # 0 sung/normal, 1 a shout: F0 up, F1 up, Rd pressed
     attack_s: float = 0.04
 
@@ -53,8 +61,8 @@ def voice_of(p: dict[str, Any]) -> Voice:
         vibrato_delay_s=float(p.get("vibrato_delay_s", d.vibrato_delay_s)),
         glide_cents=float(p.get("glide_cents", d.glide_cents)),
         jitter=float(p.get("jitter_percent", 100 * d.jitter)) / 100.0)
-    return Voice(pitch, float(p.get("shimmer_percent", 3.0)) / 100.0,
-                 float(p.get("aspiration", 0.06)), float(p.get("high_band", 0.008)),
+    return Voice(pitch, float(p.get("shimmer_percent", 100 * Voice.shimmer)) / 100.0,
+                 float(p.get("aspiration", Voice.aspiration)), float(p.get("high_band", Voice.high_band)),
                  float(p.get("shout", 0.0)), float(p.get("attack_s", 0.04)))
 
 
@@ -111,8 +119,8 @@ def _formant_filter(x: npt.NDArray[np.float32], art: Articulation, total_s: floa
                     sample_rate: int) -> npt.NDArray[np.float32]:
     """``x`` through the cascade, its formants following ``art``'s keyframes (a 5 ms step where a
     formant moves by more than 1 %, one run where they hold). Works in place on ``x``."""
-    times = np.array([k[0] for k in art.keys])
-    fb = np.array([k[1] for k in art.keys])                       # (keys, 5, 2)
+    times = np.array([k[0] for k in art.formants])
+    fb = np.array([k[1] for k in art.formants])                   # (keys, 5, 2)
     grid = np.arange(0.0, total_s + STEP_S, STEP_S)
     flat = fb.reshape(len(times), -1)
     track = np.stack([np.interp(grid, times, flat[:, j]) for j in range(flat.shape[1])], axis=1)
@@ -145,7 +153,8 @@ def render(reading: Reading, hz: float | None, held_s: float, velocity: int, sam
     sung = hz is not None
     shout = voice.shout
     art = articulate(reading, max(0.05, held_s), f1_factor=1.0 + 0.3 * shout, sung=sung)
-    total_s = art.end_s + RELEASE_S
+    release = release_s(sung)
+    total_s = art.end_s + release
     n = int(math.ceil(total_s * sample_rate))
     lead = int(round(art.lead_s * sample_rate))
     # the voiced sound (source, breath, formants: nothing of it above 6 kHz matters) is made at half
@@ -171,18 +180,19 @@ def render(reading: Reading, hz: float | None, held_s: float, velocity: int, sam
     size = len(table)
     pos = ((phase - period) * size).astype(np.int32)
     shim = (1.0 + (voice.shimmer / 1.128) * rng.standard_normal(int(period[-1]) + 2)).astype(np.float32)
-    kt = np.array([key[0] for key in art.keys] + [art.end_s + RELEASE_S])
-    kv = np.array([key[2] for key in art.keys] + [0.0])
+    kt = np.array([key[0] for key in art.voicing] + [total_s])
+    kv = np.array([key[1] for key in art.voicing] + [0.0])
     if not sung:                                    # speech: the voice falls over the syllable
         kv = kv * np.interp(kt, (art.lead_s, total_s), (1.0, 0.45))
     voicing = np.interp(np.arange(m_int, dtype=np.float32), kt * rate, kv).astype(np.float32)
     x = table[pos]
     x *= shim[period]
     x *= voicing
+    # the glottis open (breath flows) or closed, each sample: the breath follows the glottal cycle
+    gate = np.where(pos < int(OPEN_PHASE * size), np.float32(1.0), np.float32(CLOSED_BREATH)) * voicing
     noise = _slice(_noise(rate), m_int, rng)
-    breath = noise * voicing
-    breath *= np.where(pos < int(0.6 * size), np.float32(voice.aspiration),
-                       np.float32(0.35 * voice.aspiration))               # open phase
+    breath = noise * gate
+    breath *= np.float32(voice.aspiration)
     a0, a1 = art.aspiration
     if a1 > a0:                                    # aspiration of a stop or affricate (its VOT)
         i0, i1 = int(a0 * rate), int(a1 * rate)
@@ -194,13 +204,13 @@ def render(reading: Reading, hz: float | None, held_s: float, velocity: int, sam
         out[0::2] = low
         out[1::2] = dsp.convolve_short(low, HALF_BAND)[HALF_TAPS:HALF_TAPS + m_int - 1]
         out = out[:n]
-        full_voicing = np.repeat(voicing, 2)[:n]
+        full_gate = np.repeat(gate, 2)[:n]
     else:
-        out, full_voicing = low[:n], voicing[:n]
+        out, full_gate = low[:n], gate[:n]
     core = out[lead:max(lead + 1, int(art.end_s * sample_rate))]
     rms = float(np.sqrt(np.mean(core * core))) or 1.0
-    if voice.high_band > 0 and sample_rate > 9000:  # the breath above 4 kHz (none below 9 kHz rate)
-        hb = _slice(_noise(sample_rate, (4000.0, 16000.0)), n, rng) * full_voicing
+    if voice.high_band > 0 and sample_rate > 9000:  # the breath above 4 kHz (none below 9 kHz rate):
+        hb = _slice(_noise(sample_rate, HIGH_BAND_HZ), n, rng) * full_gate    # in the glottal cycle
         hb *= np.float32(voice.high_band * rms)
         out += hb
     for start_s, len_s, band, level in art.noises:

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from yuexuan import pronunciation
 from yuexuan.audio.voice import ensemble, singer
-from yuexuan.audio.voice.articulation import RELEASE_S, lead_s
+from yuexuan.audio.voice.articulation import lead_s, release_s
 from yuexuan.pronunciation import Reading
 
 NO_WORDS = Reading("", "a", 5)         # a voice without words sings "a"
@@ -38,9 +38,9 @@ def lead_samples(reading: Reading, sample_rate: int) -> int:
     return int(round(lead_s(reading) * sample_rate))
 
 
-def length(reading: Reading, held_s: float, sample_rate: int) -> int:
-    """Samples of a take (consonant, held vowel, release)."""
-    return int(math.ceil((lead_s(reading) + max(0.05, held_s) + RELEASE_S) * sample_rate))
+def length(reading: Reading, held_s: float, sample_rate: int, sung: bool = True) -> int:
+    """Samples of a take (consonant, held vowel, release: a spoken one's shorter)."""
+    return int(math.ceil((lead_s(reading) + max(0.05, held_s) + release_s(sung)) * sample_rate))
 
 
 def take(params: dict[str, Any], reading: Reading, hz: float | None, velocity: int, held_s: float,
@@ -53,7 +53,7 @@ def take(params: dict[str, Any], reading: Reading, hz: float | None, velocity: i
     if index >= 0:
         v = replace(v, pitch=ensemble.singer_pitch(v.pitch, name, index, ensemble.settings_of(params)))
     x, _ = singer.render(reading, hz, held_s, velocity, sample_rate, seed, v, f0_st)
-    n = length(reading, held_s, sample_rate)
+    n = length(reading, held_s, sample_rate, hz is not None)
     if len(x) != n:
         x = np.pad(x, (0, max(0, n - len(x))))[:n]
     return x
@@ -87,7 +87,7 @@ def dry_ensemble(params: dict[str, Any], reading: Reading, hz: float | None, vel
     st = ensemble.settings_of(params)
     offsets, gains = ensemble.rendition(seed, count, st)
     shift = np.round((offsets - offsets.min()) * sample_rate).astype(int)
-    n = length(reading, held_s, sample_rate)
+    n = length(reading, held_s, sample_rate, hz is not None)
     out = np.zeros(n + int(shift.max()), dtype=np.float32)
     for i in range(count):
         x = take(params, reading, hz, velocity, held_s, sample_rate, seed + 7919 * (i + 1), name, i)
