@@ -7,7 +7,7 @@ nowhere else in the package, is the machinery for speed: the worker processes
 (:mod:`~yuexuan.audio.engine.workers`, the one fork mechanism), the memory they share
 (:mod:`~yuexuan.audio.engine.arena`), the spool (:mod:`~yuexuan.audio.engine.spool`), the scheduling of
 the stretches of both passes (:mod:`~yuexuan.audio.engine.passes`), and every process-wide setting
-(BLAS's threads, SciPy's filters imported before the fork). The sound's stages — synthesis, the voice,
+(BLAS's threads, for the render's length). The sound's stages — synthesis, the voice,
 the room, loudness — know nothing of it (an import-linter contract in pyproject.toml), and ruff's
 TID251 keeps its tricks (``os.fork``, ``ctypes``, ``mmap``, ``posix_fallocate``, …) inside it.
 """
