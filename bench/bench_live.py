@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from yuexuan.commands.play import RT_PRIORITY
+from yuexuan.live.rig import RT_PRIORITY
 from yuexuan.live.queue_items import Kind, Payload
 from yuexuan.live.scheduler import Scheduler, summarise
 

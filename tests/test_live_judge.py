@@ -24,7 +24,6 @@ from yuexuan.live import calls as live_calls
 from yuexuan.live import judging, operator, osc
 from yuexuan.live import show as live
 from yuexuan.live.judge import Judge, round_rosters
-from yuexuan.live.judged_show import JudgedShow
 from yuexuan.live.program import build_program
 from yuexuan.live.queue_items import Kind
 from yuexuan.scoring.logwrite import ShotLogWriter
@@ -87,7 +86,7 @@ def test_listener_delivers_every_datagram_and_survives_bad_ones():
         if isinstance(record, osc.Command):
             done.set()
 
-    listener = osc.OscListener("127.0.0.1", 0, deliver)
+    listener = osc.OscListener("127.0.0.1", 0, osc.ToOne(deliver))
     listener.start()
     try:
         host, port = listener.address
@@ -124,7 +123,7 @@ def test_listener_takes_a_future_bundle_at_once_and_refuses_address_patterns():
         if isinstance(record, osc.Command):
             done.set()
 
-    listener = osc.OscListener("127.0.0.1", 0, deliver)
+    listener = osc.OscListener("127.0.0.1", 0, osc.ToOne(deliver))
     listener.start()
     try:
         host, port = listener.address
@@ -148,7 +147,7 @@ def test_listener_port_in_use_is_a_user_error():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         with pytest.raises(UserError, match="cannot listen"):
-            osc.OscListener("127.0.0.1", s.getsockname()[1], print)
+            osc.OscListener("127.0.0.1", s.getsockname()[1], osc.ToOne(print))
 
 
 # -- the ceremony's seconds, the calls --------------------------------------------------------------
@@ -215,8 +214,8 @@ class Sink:
 
 def _small_show(lishou, sink, **hooks):
     program = build_program(lishou, timeline_messages(lishou), None, 11.0, 16.0)
-    show = JudgedShow(program, sink, live.ShowOptions(auto=True, from_s=11.0, until_s=16.0),
-                      beats=lishou.beats, clock=sink.clock, **hooks)
+    show = live.Show(program, sink, live.ShowOptions(auto=True, from_s=11.0, until_s=16.0),
+                     beats=lishou.beats, clock=sink.clock, subscribers=live.Subscribers(**hooks))
     sink.clock.attach(show)
     return show
 
@@ -342,19 +341,19 @@ def test_round_two_is_announced_after_its_last_cue_not_after_the_sanou(tmp_path,
                       FakeShow(order, t=(sanou.start + sanou.end) / 2),
                       ceremony, {}, None, FakeOut(order),
                       closers=judging.round_closing_cues(ceremony))
-    hub.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
+    hub.on_shot(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
                           "result": "贯", "pair": "上耦", "round": 2}, T))
     hub.cue_ended(sanou)
     assert hub.round_ends == []                      # the 公 and the rest have yet to shoot
     hub.show.t = (rest.start + rest.end) / 2
-    hub.deliver(osc.Shot({"archer": "公", "rank": "公", "role": "下射", "target": "大侯",
+    hub.on_shot(osc.Shot({"archer": "公", "rank": "公", "role": "下射", "target": "大侯",
                           "result": "贯", "pair": "公耦", "round": 2}, T))
     hub.cue_ended(rest)
     assert [tuple(e) for e in hub.round_ends] == [(2, 1, 1, "左右钧")]
     # a saved timeline of no rounds: every shooting cue closes what was judged in it (as before)
     old = judging.Hub(Judge(rules_for(ceremony, DataSource()), None), FakeShow([], t=sanou.start + 1),
                       ceremony, {}, None, None)
-    old.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
+    old.on_shot(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
                           "result": "贯", "pair": "上耦", "round": 2}, T))
     old.cue_ended(sanou)
     assert [e.round for e in old.round_ends] == [2]
@@ -363,8 +362,8 @@ def test_round_two_is_announced_after_its_last_cue_not_after_the_sanou(tmp_path,
 def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
     order = []
     hub, show, out = _hub(tmp_path, ceremony, lishou, order)
-    hub.deliver(osc.Loose("上耦上射", None, T))
-    hub.deliver(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
+    hub.on_loose(osc.Loose("上耦上射", None, T))
+    hub.on_shot(osc.Shot({"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干",
                           "result": "贯", "pair": "上耦", "round": 3}, T))
     assert order == ["call", "log", "verdict", "tally"]
     assert show.calls == [hub.calls["获·干"]]
@@ -373,9 +372,9 @@ def test_hub_calls_then_logs_then_tells(tmp_path, ceremony, lishou):
     logged = read_shots(tmp_path / "shots.csv")                 # check's reader takes the log
     assert logged.archers == ["上耦上射"] and logged.time[0] == pytest.approx(1215.3)
     # the 公's 留: the 大射正 calls; a miss of anyone else: no call
-    hub.deliver(osc.Shot({"archer": "公", "rank": "公", "role": "下射", "target": "",
+    hub.on_shot(osc.Shot({"archer": "公", "rank": "公", "role": "下射", "target": "",
                           "result": "留", "pair": "公耦"}, T))
-    hub.deliver(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "",
+    hub.on_shot(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "",
                           "result": "不中", "pair": "公耦"}, T))
     assert show.calls[1:] == [hub.calls["留"]]
     assert [ln.split(":")[0] for ln in hub.said if ln.startswith("shot")] == \
@@ -395,12 +394,12 @@ def test_a_correction_is_judged_again_and_the_log_rewritten(tmp_path, ceremony, 
     hub, show, out = _hub(tmp_path, ceremony, lishou, order)
     shot = {"archer": "上耦上射", "rank": "士", "role": "上射", "target": "干", "result": "贯",
             "pair": "上耦"}
-    hub.deliver(osc.Shot(shot, T))
-    hub.deliver(osc.Shot({**shot, "archer": "上耦下射", "role": "下射"}, T))
+    hub.on_shot(osc.Shot(shot, T))
+    hub.on_shot(osc.Shot({**shot, "archer": "上耦下射", "role": "下射"}, T))
     fix = osc.parse("/yuexuan/correct", ("上耦上射", 1, "扬触"), T)
     assert isinstance(fix, osc.Correction)
-    hub.deliver(fix)
-    hub.deliver(osc.parse("/yuexuan/correct", ("上耦上射", 2, "扬触"), T))     # no 2nd arrow
+    hub.on_correction(fix)
+    hub.on_correction(osc.parse("/yuexuan/correct", ("上耦上射", 2, "扬触"), T))     # no 2nd arrow
     assert len(show.calls) == 2                                # no call for a correction
     assert out.sent[-1][0] == 1 and out.sent[-1][1]["reason"] == "不贯不释"
     logged = read_shots(tmp_path / "shots.csv")
@@ -412,11 +411,11 @@ def test_a_correction_is_judged_again_and_the_log_rewritten(tmp_path, ceremony, 
 def test_hub_reports_bad_messages_and_goes_on(tmp_path, ceremony, lishou):
     order = []
     hub, show, out = _hub(tmp_path, ceremony, lishou, order)
-    hub.deliver(osc.Bad("/yuexuan/x: unknown address", T))
-    hub.deliver(osc.Loose("王五", None, T))
-    hub.deliver(osc.Shot({"archer": "宾", "rank": "王", "role": "上射", "target": "大侯",
+    hub.on_bad(osc.Bad("/yuexuan/x: unknown address", T))
+    hub.on_loose(osc.Loose("王五", None, T))
+    hub.on_shot(osc.Shot({"archer": "宾", "rank": "王", "role": "上射", "target": "大侯",
                           "result": "贯"}, T))
-    hub.deliver(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "大侯",
+    hub.on_shot(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "大侯",
                           "result": "贯", "pair": "公耦"}, T))
     whys = [b["why"] for b in hub.bad]
     assert len(whys) == 3 and "unknown archer" in whys[1] and "rank" in whys[2]
@@ -427,7 +426,7 @@ def test_hub_reports_bad_messages_and_goes_on(tmp_path, ceremony, lishou):
     waiting.timeline_s = lambda at: None                        # before the show starts
     (tmp_path / "b").mkdir()
     hub2, _, _ = _hub(tmp_path / "b", ceremony, lishou, [], waiting)
-    hub2.deliver(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "大侯",
+    hub2.on_shot(osc.Shot({"archer": "宾", "rank": "宾", "role": "上射", "target": "大侯",
                            "result": "贯"}, T))
     assert "has not started" in hub2.bad[0]["why"] and not hub2.judged
 

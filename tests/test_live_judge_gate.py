@@ -39,7 +39,7 @@ def test_only_the_allowed_may_send_and_only_the_control_list_may_command():
 
     g = gate_mod.Gate(gate_mod.networks("127.0.0.1/32", "--osc-allow"),
                       gate_mod.networks("127.0.0.3", "--osc-control-allow"))
-    listener = osc.OscListener("127.0.0.1", 0, deliver, gate=g)
+    listener = osc.OscListener("127.0.0.1", 0, osc.ToOne(deliver), gate=g)
     listener.start()
     foreign, local = bound_sender("127.0.0.2"), bound_sender("127.0.0.1")
     try:
@@ -128,11 +128,11 @@ def test_a_duplicate_shot_is_not_judged_and_a_stray_loose_is_replaced(tmp_path, 
     order = []
     hub, show, out = _hub(tmp_path, ceremony, lishou, order)
     now_s = ceremony.cue("lishou").start + show.timeline_s(T)    # the show's now, ceremony s
-    hub.deliver(osc.Loose("上耦上射", now_s - 2.5, T))      # a stray loose, 2.5 s before
-    hub.deliver(osc.Loose("上耦上射", None, T))            # the arrow's own: replaces it
-    hub.deliver(osc.Shot(SHOT, T + 0.1))
-    hub.deliver(osc.Shot(SHOT, T + 0.3))                  # the same datagram again
-    hub.deliver(osc.Loose("上耦下射", 1e9, T))             # outside the ceremony
+    hub.on_loose(osc.Loose("上耦上射", now_s - 2.5, T))      # a stray loose, 2.5 s before
+    hub.on_loose(osc.Loose("上耦上射", None, T))            # the arrow's own: replaces it
+    hub.on_shot(osc.Shot(SHOT, T + 0.1))
+    hub.on_shot(osc.Shot(SHOT, T + 0.3))                  # the same datagram again
+    hub.on_loose(osc.Loose("上耦下射", 1e9, T))             # outside the ceremony
     assert [v["reason"] for _, v in out.sent] == ["释"] and len(read_shots(tmp_path / "shots.csv")) == 1
     h = hub.health()
     assert (h.duplicates, h.looses_replaced, h.looses_refused) == (1, 1, 1)
@@ -145,18 +145,18 @@ def test_an_unlogged_shot_gets_no_verdict_and_is_taken_back(tmp_path, ceremony, 
     hub, _, out = _hub(tmp_path, ceremony, lishou, order)
     unlogged = []
     out.unlogged = lambda row, why: unlogged.append((row["archer"], why))
-    hub.deliver(osc.Shot(SHOT, T))
+    hub.on_shot(osc.Shot(SHOT, T))
     hub.log.write = lambda row: (_ for _ in ()).throw(OSError(28, "No space left on device"))
-    hub.deliver(osc.Shot({**SHOT, "archer": "上耦下射", "role": "下射"}, T))
+    hub.on_shot(osc.Shot({**SHOT, "archer": "上耦下射", "role": "下射"}, T))
     assert [n for n, _ in out.sent] == [1] and unlogged == [("上耦下射", "No space left on device")]
     assert len(hub.judge) == 1 and hub.health().log_state == LOG_FAILING
     assert hub.screen()[1].startswith("NOT LOGGED shot of 上耦下射")
     del hub.log.write                                     # space again: the shot is resent
-    hub.deliver(osc.Shot({**SHOT, "archer": "上耦下射", "role": "下射"}, T + 0.1))
+    hub.on_shot(osc.Shot({**SHOT, "archer": "上耦下射", "role": "下射"}, T + 0.1))
     assert [n for n, _ in out.sent] == [1, 2] and len(read_shots(tmp_path / "shots.csv")) == 2
     rows = hub.judge.rows
     hub.log.rewrite = lambda rows: (_ for _ in ()).throw(OSError(28, "No space left on device"))
-    hub.deliver(osc.parse("/yuexuan/correct", ("上耦上射", 1, "扬触"), T + 2))
+    hub.on_correction(osc.parse("/yuexuan/correct", ("上耦上射", 1, "扬触"), T + 2))
     assert hub.judge.rows == rows and [n for n, _ in out.sent] == [1, 2]     # taken back
     assert unlogged[-1] == ("上耦上射", "No space left on device")
 

@@ -1,11 +1,13 @@
 """``play``'s live judging options (docs/play.md, "Live judging", "Network safety"): the OSC
-listener's address and allow-lists, the live judge, the shot log and its reserve. Split from
-:mod:`yuexuan.commands.play` (one job: from options to the pieces live judging opens)."""
+listener's address and allow-lists, the hit sensor's map, the live judge, the shot log and its
+reserve, checked and joined to the show's plan (:class:`yuexuan.live.rig.ShowPlan`). Split from
+:mod:`yuexuan.commands.play` (one job: from options to what live judging opens)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from yuexuan.commands.common import data_source
@@ -16,7 +18,8 @@ from yuexuan.scoring import rules as rules_mod
 
 if TYPE_CHECKING:
     from yuexuan.live.judge import Judge
-    from yuexuan.scoring.logwrite import ShotLogWriter
+    from yuexuan.live.rig import ShowPlan
+    from yuexuan.rite.cuesheet_hits import HitsMidi
     from yuexuan.timeline import Timeline
 
 OPTIONS = (   # (flag, metavar, help) of live judging
@@ -39,6 +42,51 @@ OPTIONS = (   # (flag, metavar, help) of live judging
 def add_arguments(p: argparse.ArgumentParser) -> None:
     for flag, metavar, text in OPTIONS:
         p.add_argument(flag, metavar=metavar, help=text)
+    p.add_argument("--hits-midi", metavar="PORT",
+                   help="a hit sensor: the MIDI input whose name contains PORT sends a note per hit "
+                        "on a 侯 (the cue sheet's [hits_midi] note map); judged live like --osc "
+                        "shots (see docs/play.md)")
+    rules_mod.add_arguments(p)
+
+
+@dataclass(frozen=True)
+class Judging:
+    """Live judging's options, checked before the timeline is compiled (:func:`plan`)."""
+    judged: bool                            # shots are judged live (--osc, --hits-midi)
+    listen: tuple[str, int] | None          # --osc's (host, port)
+    gate: gate_mod.Gate | None              # --osc's allow-lists and rate limit
+    sensor_map: HitsMidi | None             # --hits-midi's note map
+    notify: osc.OscOut | None               # --osc-out
+
+    def joined(self, show: ShowPlan, args: argparse.Namespace) -> ShowPlan:
+        """``show`` (its timeline compiled) with live judging: the judge, the sensor's map by
+        the rite's 侯, the log's reserve (only --osc-out's notifications when nothing is judged)."""
+        if not self.judged:
+            return dataclasses.replace(show, notify=self.notify)
+        sensor_map = self.sensor_map
+        if sensor_map is not None and show.timeline.rite is not None:   # its 侯 as the rite names them
+            sensor_map = sensor_map.for_hou(show.timeline.rite.hou_names)[0]
+        judge = live_judge(args, show.timeline)
+        return dataclasses.replace(
+            show, listen=self.listen, gate=self.gate, notify=self.notify, judge=judge,
+            shots_log=args.shots_log, log_reserve_bytes=reserve_bytes(args, judge),
+            hits_midi=args.hits_midi, sensor_map=sensor_map)
+
+
+def plan(args: argparse.Namespace) -> Judging:
+    """Live judging's options checked (one line each, in this order)."""
+    judged = bool(args.osc or args.hits_midi)
+    if args.shots_log and not judged:
+        raise UserError("--shots-log needs shots to judge (--osc or --hits-midi)",
+                        key="--shots-log")
+    listen, gate = listen_plan(args)
+    sensor_map = None
+    if args.hits_midi:                   # the sensor's note map, checked before any port opens
+        from yuexuan.rite import cuesheet_hits
+        sensor_map = cuesheet_hits.read(args.cues_file)
+    notify = (osc.OscOut(*osc.host_port(args.osc_out, "--osc-out", need_host=True))
+              if args.osc_out else None)
+    return Judging(judged, listen, gate, sensor_map, notify)
 
 
 def listen_plan(args: argparse.Namespace) -> tuple[tuple[str, int] | None, gate_mod.Gate | None]:
@@ -92,16 +140,3 @@ def live_judge(args: argparse.Namespace, timeline: Timeline) -> Judge:
     Judge(rules, None).shot({"archer": "-", "rank": rules.ranks[-1], "role": "上射",
                              "target": rules.hou[-1], "result": "贯"}, 0.0)
     return judge
-
-
-def shots_log(args: argparse.Namespace, reserve: int | None) -> ShotLogWriter | None:
-    """``--shots-log``'s writer with its reserve (None without it); a repaired file is said on
-    stderr."""
-    if not args.shots_log:
-        return None
-    from yuexuan.scoring.logwrite import ShotLogWriter
-
-    log = ShotLogWriter(args.shots_log, reserve)
-    if log.repaired:
-        print(f"yuexuan play: {args.shots_log}: {log.repaired}", file=sys.stderr)
-    return log

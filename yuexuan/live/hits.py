@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yuexuan.errors import UserError
+from yuexuan.live.osc import Loose, Shot
 from yuexuan.rite.cuesheet_hits import HitsMidi
 from yuexuan.scoring.nearest import nearest
 from yuexuan.timeline import Beat, Timeline
@@ -132,11 +133,11 @@ class HitSensor:
                            "archer's turn by the 射节 (not judged)", arrival)
             return None
         if not hub.judge.pending(beat.archer):        # no loose reported: the flight back
-            hub.loose(beat.archer, t - flight, arrival)
+            hub.on_loose(Loose(beat.archer, t - flight, arrival))
         fields = {"archer": beat.archer, "rank": beat.rank, "role": beat.role,
                   "target": hit.target, "result": "贯", "pair": beat.pair,
                   "round": SHOOTING_ROUND}
-        return hub.shot(fields, arrival)
+        return hub.on_shot(Shot(fields, arrival))
 
 
 def open_sensor(api: str, fragment: str, hub: Hub, sensor: HitsMidi, timeline: Timeline,

@@ -3,14 +3,14 @@
 For each shot, in this order (docs/play.md, "Live judging"):
 
 1. its arrival (monotonic s) becomes the ceremony's timeline seconds: the show's position
-   (:meth:`yuexuan.live.judged_show.JudgedShow.timeline_s`, which knows holds, GO waits and
+   (:meth:`yuexuan.live.show.Show.timeline_s`, which knows holds, GO waits and
    ``--from``) moved by the selection's place in the whole ceremony, as the one timeline records
    it (:meth:`yuexuan.timeline.Timeline.ceremony_s`), so ``check CUES LOG`` judges the log with
    no ``--offset``;
 2. :class:`yuexuan.live.judge.Judge` judges it with ``check``'s rules (the judged time is the
    archer's pending loose, else the arrival);
 3. a hit sounds the 获者's call on the rig at once (a 公's 留/扬/方 the 大射正's), through the
-   show's send path (:meth:`~yuexuan.live.judged_show.JudgedShow.sound_call`);
+   show's send path (:meth:`~yuexuan.live.show.Show.sound_call`);
 4. the row is appended to ``--shots-log`` and fsynced;
 5. only then is the verdict sent (``--osc-out``) and shown: a kill keeps every shot whose verdict
    anyone saw. A row that could not be written is cut back (the log ends on a whole line), the
@@ -38,12 +38,12 @@ from yuexuan.live import osc
 from yuexuan.live.calls import CallEvent, huo_key
 from yuexuan.live.health import LOG_FAILING, LOG_NONE, LOG_OK, InputHealth, news
 from yuexuan.live.judge import Judge, JudgedShot, Replaced, RoundEnd, ShotError
-from yuexuan.live.said import Said
+from yuexuan.live.operator_lines import OperatorLines
 from yuexuan.rite.cuesheet_records import SHOOTING_KINDS
 from yuexuan.timeline import Cue, Timeline
 
 if TYPE_CHECKING:
-    from yuexuan.live.judged_show import JudgedShow
+    from yuexuan.live.show import Show
     from yuexuan.scoring.logwrite import ShotLogWriter
 
 BAD_KEPT = 100              # bad messages kept for the report; the rest only counted
@@ -82,7 +82,7 @@ def _shot_key(fields: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 class Hub:
     """Feeds the :class:`~yuexuan.live.judge.Judge`; sounds, logs, sends and shows each verdict.
 
-    ``show``: a :class:`~yuexuan.live.judged_show.JudgedShow`; ``timeline``: the one timeline it
+    ``show``: the :class:`~yuexuan.live.show.Show` (its public methods); ``timeline``: the one timeline it
     plays (a ``--cues`` selection records its place in the ceremony, whose seconds the judge,
     the log and the rounds' cues use); ``calls``: :func:`yuexuan.midi.
     live_calls.call_templates`; ``log``: a :class:`yuexuan.scoring.logwrite.ShotLogWriter` or None;
@@ -90,7 +90,7 @@ class Hub:
     (the operator's queue); ``closers``: :func:`round_closing_cues` of the show's timeline (None:
     every shooting cue closes the rounds judged in it)."""
 
-    def __init__(self, judge: Judge, show: JudgedShow, timeline: Timeline,
+    def __init__(self, judge: Judge, show: Show, timeline: Timeline,
                  calls: dict[str, tuple[CallEvent, ...]],
                  log: ShotLogWriter | None = None, out: osc.OscOut | None = None,
                  command: Callable[[str], object] | None = None,
@@ -100,7 +100,7 @@ class Hub:
         self.log, self.out, self.command, self.closers = log, out, command, closers
         self.listener = listener            # --osc's: its gate's counts and kernel drops
         self._lock = threading.RLock()     # a shot's error is reported under it
-        self._said = Said()                 # verdict lines, notices, every line (bounded)
+        self._lines = OperatorLines()                 # verdict lines, notices, every line (bounded)
         self.bad: deque[dict[str, Any]] = deque(maxlen=BAD_KEPT)  # {"arrival": s, "why": text}
         self.bad_count = 0
         self.duplicates = 0
@@ -116,31 +116,28 @@ class Hub:
         if listener is not None and listener.rcvbuf_hint:
             self._notice(listener.rcvbuf_hint)          # a burst may be dropped: say how to fix
 
-    # -- input -------------------------------------------------------------------------------
-    def deliver(self, record: osc.Record) -> None:
-        """One record of :mod:`yuexuan.live.osc` (the OSC thread calls this)."""
-        if isinstance(record, osc.Shot):
-            self.shot(record.fields, record.arrival)
-        elif isinstance(record, osc.Loose):
-            self.loose(record.archer, record.time_s, record.arrival)
-        elif isinstance(record, osc.Correction):
-            self.correct(record.archer, record.arrow, record.result, record.target, record.arrival)
-        elif isinstance(record, osc.Command):
-            with self._lock:
-                self.last_control = f"{record.name} from {record.source or '?'}"
-                self._notice(f"remote {record.name.upper()} from {record.source or '?'} (OSC)")
-            if self.command is not None:
-                self.command(record.name)
-        else:
-            self.report_bad(record.why, record.arrival)
+    # -- input: one handler a kind of record (osc.Receiver; the OSC thread, the hit sensor) ---
+    def on_command(self, record: osc.Command) -> None:
+        """A remote show command: said, then run."""
+        with self._lock:
+            self.last_control = f"{record.name} from {record.source or '?'}"
+            self._notice(f"remote {record.name.upper()} from {record.source or '?'} (OSC)")
+        if self.command is not None:
+            self.command(record.name)
+
+    def on_bad(self, record: osc.Bad) -> None:
+        """A message that could not be used (:meth:`report_bad`)."""
+        self.report_bad(record.why, record.arrival)
 
     def timeline_at(self, arrival: float) -> float | None:
         """The ceremony's timeline seconds at monotonic ``arrival``; None before the show."""
         t = self.show.timeline_s(arrival)
         return None if t is None else self.timeline.ceremony_s(t)
 
-    def loose(self, archer: str, time_s: float | None, arrival: float) -> None:
-        """An arrow left the string: at ``time_s`` (ceremony s) when given, else at its arrival."""
+    def on_loose(self, record: osc.Loose) -> None:
+        """An arrow left the string: at its ``time_s`` (ceremony s) when given, else at its
+        arrival."""
+        archer, time_s, arrival = record.archer, record.time_s, record.arrival
         now = self.timeline_at(arrival)
         t = now if time_s is None else time_s
         if t is None:
@@ -169,8 +166,10 @@ class Hub:
         seen.append((arrival, key))
         return False
 
-    def shot(self, fields: dict[str, Any], arrival: float) -> JudgedShot | None:
+    def on_shot(self, record: osc.Shot) -> JudgedShot | None:
         """An arrow has landed: judge, sound, log, send, show. The JudgedShot, or None."""
+        fields: dict[str, Any] = dict(record.fields)
+        arrival = record.arrival
         with self._lock:
             if self._duplicate(fields, arrival):
                 self.duplicates += 1
@@ -205,10 +204,11 @@ class Hub:
             self._tell(j)
             return j
 
-    def correct(self, archer: str, arrow: int, result: str, target: str | None,
-                arrival: float) -> JudgedShot | None:
+    def on_correction(self, record: osc.Correction) -> JudgedShot | None:
         """A scorer's correction: judged again, the log rewritten (atomically), then told. No call
         sounds (the arrow landed long ago). The corrected JudgedShot, or None."""
+        archer, arrow, result = record.archer, record.arrow, record.result
+        target, arrival = record.target, record.arrival
         with self._lock:
             before = self.judge.rows
             j = self.judge.correct(archer, arrow, result, target)
@@ -264,9 +264,9 @@ class Hub:
         h = self.health(now)
         with self._lock:
             for line in news(self._polled, h):
-                self._said.notice(line)
+                self._lines.notice(line)
             self._polled = h
-            self._said.sum_up(now)
+            self._lines.sum_up(now)
 
     # -- output (called with the lock held) --------------------------------------------------------
     def _write(self, j: JudgedShot) -> str | None:
@@ -314,26 +314,26 @@ class Hub:
             self._say(tally_line(final, True))
 
     def _say(self, text: str, tally: bool = False) -> None:
-        self._said.say(text, recent=not tally)
+        self._lines.say(text, recent=not tally)
 
     def _notice(self, text: str, throttle: bool = False) -> None:
-        self._said.notice(text, throttle)
+        self._lines.notice(text, throttle)
 
     @property
     def said(self) -> list[str]:
-        """The latest lines said, in order (:data:`yuexuan.live.said.SAID_KEPT` at most)."""
+        """The latest lines said, in order (:data:`yuexuan.live.operator_lines.LINES_KEPT` at most)."""
         with self._lock:
-            return list(self._said.lines)
+            return list(self._lines.lines)
 
     def lines_since(self, seen: int) -> tuple[list[str], int]:
         """The lines said after the first ``seen`` and the count so far (for a printer)."""
         with self._lock:
-            return self._said.lines_since(seen)
+            return self._lines.lines_since(seen)
 
     def notices(self) -> list[str]:
         """The latest notices: bad messages, refusals, duplicates, remote commands."""
         with self._lock:
-            return list(self._said.notices)
+            return list(self._lines.notices)
 
     def screen(self) -> list[str]:
         """The operator's lines: the latest verdicts (and NOT LOGGED lines), then each round's
@@ -342,7 +342,7 @@ class Hub:
         with self._lock:
             ended = {e.round: e for e in self.round_ends}
             tallies = [tally_line(t, t["round"] in ended) for t in self._tallies()]
-            return list(self._said.recent) + tallies
+            return list(self._lines.recent) + tallies
 
     def health(self, now: float | None = None) -> InputHealth:
         """The input's and the log's counts now (:class:`yuexuan.live.health.InputHealth`);

@@ -10,17 +10,19 @@ its own thread, so messages are handled one at a time in arrival order):
 
 Each datagram is stamped with its arrival on the monotonic clock before it is parsed, in the
 server's ``verify_request``, which then refuses (as a :class:`Bad`) one that
-:func:`datagram_fault` finds wrong. python-osc's dispatcher routes each message: one parser an
-address (:data:`MESSAGES`, mapped with ``Dispatcher.map``; an unknown address goes to the default
-handler), turning its arguments into a :class:`Loose`, :class:`Shot`, :class:`Correction`,
-:class:`Command` or :class:`Bad` (a wrong address or argument, said in one line): nothing a
-sender does raises. Out (:class:`OscOut`, python-osc's :class:`~pythonosc.udp_client.SimpleUDPClient`):
-/yuexuan/cue, /yuexuan/beat, /yuexuan/verdict, /yuexuan/tally, /yuexuan/unlogged
-(:data:`OUT_ADDRESSES`). Who may send, how fast, and the receive buffer: :mod:`yuexuan.live.gate`.
+:func:`datagram_fault` finds wrong. python-osc's dispatcher routes each message: one parser and
+one handler an address (:data:`ROUTES`, mapped with ``Dispatcher.map``; an unknown address goes to
+the default handler), the parser turning its arguments into a :class:`Loose`, :class:`Shot`,
+:class:`Correction`, :class:`Command` or :class:`Bad` (a wrong address or argument, said in one
+line): nothing a sender does raises. Out (:class:`OscOut`, python-osc's
+:class:`~pythonosc.udp_client.SimpleUDPClient`): /yuexuan/cue, /yuexuan/beat, /yuexuan/verdict,
+/yuexuan/tally, /yuexuan/unlogged (:data:`OUT_ADDRESSES`). Who may send, how fast, and the
+receive buffer: :mod:`yuexuan.live.gate`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -29,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from pythonosc import osc_packet
 from pythonosc.dispatcher import Dispatcher
@@ -69,7 +71,8 @@ class Loose:
 
 @dataclass(frozen=True)
 class Shot:
-    fields: dict[str, str | int]    # archer rank role target result [pair] [round] as sent
+    fields: dict[str, str | int | None]     # archer rank role target result [pair] [round] as sent
+                                            # (a hit sensor's: None where its stroke has none)
     arrival: float                  # monotonic s
 
 
@@ -97,6 +100,39 @@ class Bad:
 
 Record: TypeAlias = "Loose | Shot | Correction | Command | Bad"    # what the listener delivers
 Parser: TypeAlias = "Callable[[str, tuple[Any, ...], float], Record]"
+
+
+class Receiver(Protocol):
+    """Where :class:`OscListener` hands each record: one handler a kind of record (the live
+    judging's hub, :class:`yuexuan.live.judging.Hub`)."""
+
+    def on_loose(self, record: Loose) -> object: ...
+    def on_shot(self, record: Shot) -> object: ...
+    def on_correction(self, record: Correction) -> object: ...
+    def on_command(self, record: Command) -> object: ...
+    def on_bad(self, record: Bad) -> object: ...
+
+
+@dataclass(frozen=True)
+class ToOne:
+    """A :class:`Receiver` that hands every record to one function (a printer, a test)."""
+
+    deliver: Callable[[Record], object]
+
+    def on_loose(self, record: Loose) -> object:
+        return self.deliver(record)
+
+    def on_shot(self, record: Shot) -> object:
+        return self.deliver(record)
+
+    def on_correction(self, record: Correction) -> object:
+        return self.deliver(record)
+
+    def on_command(self, record: Command) -> object:
+        return self.deliver(record)
+
+    def on_bad(self, record: Bad) -> object:
+        return self.deliver(record)
 
 
 def _is_text(v: object) -> bool:
@@ -152,11 +188,18 @@ def _unknown(address: str, args: tuple[Any, ...], arrival: float) -> Bad:
     return Bad(f"{address}: unknown address (expected {', '.join(most)} or {last})", arrival)
 
 
+Handler: TypeAlias = "Callable[[Receiver], Callable[[Any], object]]"   # a receiver's method
 _COMMAND_PARSERS = {PREFIX + word: _command(name) for word, name in COMMANDS.items()}
-MESSAGES: dict[str, Parser] = {PREFIX + "loose": _loose, PREFIX + "shot": _shot,
-                               PREFIX + "correct": _correct, **_COMMAND_PARSERS}
-"""Each address in → its parser, ``(address, args, arrival) → record``; :class:`OscListener`
-maps each on python-osc's dispatcher, and :func:`_unknown` is its default handler."""
+ROUTES: dict[str, tuple[Parser, Handler]] = {
+    PREFIX + "loose": (_loose, lambda r: r.on_loose),
+    PREFIX + "shot": (_shot, lambda r: r.on_shot),
+    PREFIX + "correct": (_correct, lambda r: r.on_correction),
+    **{address: (parser, lambda r: r.on_command) for address, parser in _COMMAND_PARSERS.items()}}
+"""Each address in → its parser, ``(address, args, arrival) → record``, and the one handler of
+the :class:`Receiver` its record goes to (a :class:`Bad` goes to ``on_bad``):
+:class:`OscListener` maps each on python-osc's dispatcher, and :func:`_unknown` is its default
+handler."""
+MESSAGES: dict[str, Parser] = {address: parser for address, (parser, _) in ROUTES.items()}
 
 
 def parse(address: str, args: tuple[Any, ...], arrival: float) -> Record:
@@ -239,27 +282,30 @@ class _Server(BlockingOSCUDPServer):
 
 
 class OscListener:
-    """Listens on ``(host, port)`` and hands each message's record to ``deliver`` (its thread).
+    """Listens on ``(host, port)`` and hands each message's record to the one handler of
+    ``receiver`` its address maps to (:data:`ROUTES`), on the listener's thread.
 
-    ``rt_priority``: the thread asks for SCHED_FIFO at that priority where allowed (a hit's call
-    should not wait behind other processes on a busy machine); :attr:`realtime` says if it got it.
-    ``gate``: who may send, and how fast (:class:`yuexuan.live.gate.Gate`; by default anyone,
-    rate-limited). The socket asks for a :data:`~yuexuan.live.gate.RCVBUF_BYTES` receive buffer:
-    :attr:`rcvbuf_bytes` is what it got, :attr:`rcvbuf_hint` how to get more.
+    ``receiver`` may come later, with :meth:`start` (the port is bound first, so that its mistakes
+    come before the show opens). ``rt_priority``: the thread asks for SCHED_FIFO at that priority
+    where allowed (a hit's call should not wait behind other processes on a busy machine);
+    :attr:`realtime` says if it got it. ``gate``: who may send, and how fast
+    (:class:`yuexuan.live.gate.Gate`; by default anyone, rate-limited). The socket asks for a
+    :data:`~yuexuan.live.gate.RCVBUF_BYTES` receive buffer: :attr:`rcvbuf_bytes` is what it got,
+    :attr:`rcvbuf_hint` how to get more.
     """
 
-    def __init__(self, host: str, port: int, deliver: Callable[[Record], None],
+    def __init__(self, host: str, port: int, receiver: Receiver | None = None,
                  rt_priority: int | None = None, gate: gate_mod.Gate | None = None):
-        self._deliver = self._safe(deliver)
+        self.receiver = receiver
         self.gate = gate if gate is not None else gate_mod.Gate()
         # strict_timing=False: a bundle's future timetag is not slept on (that would stall the
         # one thread); its messages are handled on arrival, as a single message is
         dispatcher = Dispatcher(strict_timing=False)
-        for address, parser in MESSAGES.items():
-            dispatcher.map(address, self._handler(parser))
-        dispatcher.set_default_handler(self._handler(_unknown))
+        for address, (parser, handler) in ROUTES.items():
+            dispatcher.map(address, self._handler(parser, handler))
+        dispatcher.set_default_handler(self._handler(_unknown, lambda r: r.on_bad))
         try:
-            self.server = _Server((host, port), dispatcher, self._deliver, self.gate)
+            self.server = _Server((host, port), dispatcher, self._bad, self.gate)
         except OSError as exc:
             raise UserError(f"cannot listen for OSC on {host}:{port}: {exc.strerror}",
                             key="--osc") from None
@@ -271,10 +317,11 @@ class OscListener:
         self.realtime = False
         self._thread = threading.Thread(target=self._serve, daemon=True, name="yuexuan-osc")
 
-    def _handler(self, parser: Parser) -> Callable[..., None]:
-        """python-osc's handler for one address: the record, with its datagram's arrival, to
-        ``deliver`` (returns None: nothing is sent back); a control message (a command, a
-        correction) from outside the gate's control list is only counted."""
+    def _handler(self, parser: Parser, handler: Handler) -> Callable[..., None]:
+        """python-osc's handler for one address: the record, with its datagram's arrival, to the
+        receiver's ``handler`` (a :class:`Bad` to its ``on_bad``; returns None: nothing is sent
+        back); a control message (a command, a correction) from outside the gate's control list
+        is only counted."""
         control = parser is _correct or parser in _COMMAND_PARSERS.values()
 
         def handle(address: str, *args: Any) -> None:
@@ -282,10 +329,26 @@ class OscListener:
             if control and not self.gate.control_ok(address, server.source):
                 return
             record = parser(address, args, server.arrival)
+            if isinstance(record, Bad):
+                self._bad(record)
+                return
             if isinstance(record, Command):
                 record = Command(record.name, record.arrival, f"{server.source[0]}:{server.source[1]}")
-            self._deliver(record)
+            if self.receiver is None:
+                return
+            try:
+                handler(self.receiver)(record)
+            except Exception as exc:          # any: the show must go on
+                self._bad(Bad(f"could not handle {type(record).__name__.lower()}: {exc!r}",
+                              record.arrival))
         return handle
+
+    def _bad(self, record: Bad) -> None:
+        """A message that could not be used, to the receiver (a failure there is swallowed:
+        reporting itself failed, nothing more to do)."""
+        if self.receiver is not None:
+            with contextlib.suppress(Exception):
+                self.receiver.on_bad(record)
 
     def _serve(self) -> None:
         if self._rt_priority is not None and hasattr(os, "sched_setscheduler"):
@@ -296,20 +359,10 @@ class OscListener:
                 pass                # not permitted: a normal thread
         self.server.serve_forever(poll_interval=0.05)
 
-    @staticmethod
-    def _safe(deliver: Callable[[Record], None]) -> Callable[[Record], None]:
-        """A failure in handling one message is reported as that message's, never raised."""
-        def safe(record: Record) -> None:
-            try:
-                deliver(record)
-            except Exception as exc:          # any: the show must go on
-                if isinstance(record, Bad):
-                    return                    # reporting itself failed: nothing more to do
-                deliver(Bad(f"could not handle {type(record).__name__.lower()}: {exc!r}",
-                            record.arrival))
-        return safe
-
-    def start(self) -> None:
+    def start(self, receiver: Receiver | None = None) -> None:
+        """Handle datagrams from now on, handing their records to ``receiver`` (if given)."""
+        if receiver is not None:
+            self.receiver = receiver
         self._thread.start()
 
     def stop(self) -> None:

@@ -15,6 +15,14 @@ The other parts: :mod:`~yuexuan.live.program` (what is played), :mod:`~yuexuan.l
 (what went out, what still sounds, the port going and returning), :mod:`~yuexuan.live.clock_out`
 (MIDI clock, MTC, MSC) and :mod:`~yuexuan.live.scheduler` (when). Bookkeeping of sounding notes
 guarantees that :meth:`Show.shutdown` leaves nothing hanging.
+
+What live judging needs joins the show through its public methods (the hub holds a show, it does
+not extend it): where the show stands on the timeline (:meth:`Show.timeline_s`, through holds and
+GO waits), live calls on its send path (:meth:`Show.sound_call`: under the show's lock, through
+its outlet, so that PANIC, a hold and the end release them, in their own generation apart from
+any cue's), and the subscribers told of each cue's start and end and each 射节 stroke
+(:class:`Subscribers`; the beats ride the run as cue events, so hold, resume, soft stop and GO
+move or drop them as they move or drop the cue's notes).
 """
 
 from __future__ import annotations
@@ -22,19 +30,37 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from yuexuan.live import timecode
+from yuexuan.live.calls import CallEvent
 from yuexuan.live.clock_out import SyncStreams
 from yuexuan.live.operator import Status
 from yuexuan.live.outlet import Outlet
 from yuexuan.live.program import Program
 from yuexuan.live.queue_items import CUE_KINDS, SYNC_KINDS, Kind, Payload, Send
 from yuexuan.live.scheduler import Scheduler
-from yuexuan.timeline import Cue
+from yuexuan.timeline import Beat, Cue
 
 GO_AFTER_S = 0.005           # from a GO (once the show runs) to the cue's first message, s
+CALLS_CUE = "(live calls)"   # the outlet's cue for live calls: no cue of a timeline is named so
+BEAT = "beat"                # key tag of a beat marker (a cue event carrying no bytes)
+
+
+def _ignore(*_args: object) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Subscribers:
+    """Told on the scheduler thread, under the show's lock (each must be quick: a UDP send, a
+    queue put): ``on_cue(cue)`` at each cue's start, ``on_cue_end(cue)`` at its end or cut,
+    ``on_beat(beat)`` at each 射节 stroke of the cues playing."""
+
+    on_cue: Callable[[Cue], object] = _ignore
+    on_cue_end: Callable[[Cue], object] = _ignore
+    on_beat: Callable[[Beat], object] = _ignore
 
 
 @dataclass(frozen=True)
@@ -62,10 +88,13 @@ class _Run:
 
 
 class Show:
-    """The show state machine; ``send(bytes) -> bool`` delivers one raw message."""
+    """The show state machine; ``send(bytes) -> bool`` delivers one raw message. ``beats``: the
+    selection's 建鼓 strokes (:class:`yuexuan.timeline.Beat`, selection seconds), told to
+    ``subscribers`` as they fall due."""
 
     def __init__(self, program: Program, send: Send, options: ShowOptions = ShowOptions(),
-                 port_name: str = "", clock: Callable[[], float] = time.monotonic) -> None:
+                 port_name: str = "", clock: Callable[[], float] = time.monotonic,
+                 beats: Iterable[Beat] = (), subscribers: Subscribers = Subscribers()) -> None:
         self.program = program
         self.options = options
         self._clock = clock
@@ -88,6 +117,12 @@ class Show:
         self.anchors: list[tuple[tuple[str, ...], float]] = []
         self.done = threading.Event()
         self._closed = False
+        self._beats: dict[str, list[Beat]] = {}
+        for b in beats:
+            self._beats.setdefault(b.cue, []).append(b)
+        self._subscribers = subscribers
+        self._calls_gen = 0
+        self._stood_s: float | None = None   # where the last run stopped (END, CUT, PANIC), s
 
     # -- what went out ---------------------------------------------------------------------------
     @property
@@ -200,8 +235,9 @@ class Show:
             return f"soft stop: {cid} ends at {cut:.2f} s (乐阕)"
 
     def hold(self) -> str:
-        """Freeze the show; sounding notes are released."""
+        """Freeze the show; sounding notes are released, a live call's too (its rest dropped)."""
         with self._lock:
+            self._drop_calls()
             run = self._run
             if run is None or run.held_since is not None:
                 return "nothing to hold"
@@ -236,7 +272,9 @@ class Show:
     def panic(self) -> str:
         """Cancel everything; note-offs for every sounding note; CC 123 on every channel."""
         with self._lock:
+            self._drop_calls()
             if self._run is not None:
+                self._stood_s = self.timeline_s(self._clock())
                 self._drop_run()
             self._outlet.silence()
             self._outlet.all_notes_off()
@@ -297,10 +335,72 @@ class Show:
             if self.options.auto and cue is not None:
                 later = [c for c in self.program.cues if c.start > cue.start]
                 nxt = later[0] if later else None
-            return Status(self._state, cue, pos, self._cut_at, nxt, self.options.auto,
-                          self._outlet.port_name, self._outlet.port_ok, self.sent, self.dropped,
-                          tuple(self._notices), self._notice_count,
-                          server_ok=self._outlet.server_ok, notes_dropped=self.notes_dropped)
+            st = Status(self._state, cue, pos, self._cut_at, nxt, self.options.auto,
+                        self._outlet.port_name, self._outlet.port_ok, self.sent, self.dropped,
+                        tuple(self._notices), self._notice_count,
+                        server_ok=self._outlet.server_ok, notes_dropped=self.notes_dropped)
+            return self._with_next_stroke(st)
+
+    def _with_next_stroke(self, st: Status) -> Status:
+        """``st`` with the next 射节 stroke of the cues playing: how soon, whose and which 节
+        (e.g. ``(1.4, "上耦下射, 节 4")``); as it is when held or no stroke is left."""
+        run = self._run
+        if run is None or run.held_since is not None:
+            return st
+        pos = self._clock() - run.anchor
+        later = [b for cid in run.cue_ids for b in self._beats.get(cid, ()) if b.time > pos]
+        if not later:
+            return st
+        b = min(later, key=lambda x: x.time)
+        who = f"{b.pair or ''}{b.role or ''}"
+        return replace(st, next_stroke=(b.time - pos, f"{who}, 节 {b.jie}" if who else f"节 {b.jie}"))
+
+    # -- where the show stands ---------------------------------------------------------------------
+    def now(self) -> float:
+        """The show's clock (monotonic s)."""
+        return self._clock()
+
+    def timeline_s(self, at: float) -> float | None:
+        """The selection's timeline time (s) of monotonic instant ``at``: frozen while held;
+        waiting for a GO (or after the end, or a PANIC) it stands where the last cue stopped, as
+        the music does; None before the first start."""
+        with self._lock:
+            run = self._run
+            if run is not None:
+                return (run.held_since if run.held_since is not None else at) - run.anchor
+            return self._stood_s
+
+    # -- live calls ----------------------------------------------------------------------------------
+    def sound_call(self, events: Iterable[CallEvent]) -> bool:
+        """Sound a call now: ``events`` (:class:`yuexuan.live.calls.CallEvent`) from this
+        instant; the first at ``dt`` 0 goes out before this returns. False after the show ended."""
+        with self._lock:
+            if self._closed:
+                return False
+            now = self._clock()
+            later: list[tuple[float, Payload]] = []
+            for e in events:
+                p = Payload(self._calls_gen, e.dt, CALLS_CUE, e.kind, e.data, e.key)
+                if e.dt <= 0:
+                    self._send_call(p)
+                else:
+                    later.append((now + e.dt, p))
+            self._sched.add_many(later)
+            return True
+
+    def _send_call(self, p: Payload) -> bool:
+        if p.kind == Kind.ON:                       # a call's payload: its key and bytes
+            assert p.key is not None and isinstance(p.data, tuple)
+            return self._outlet.note_on(CALLS_CUE, p.key, p.data)
+        if p.kind == Kind.OFF:
+            assert p.key is not None and isinstance(p.data, tuple)
+            return self._outlet.note_off(CALLS_CUE, p.key, p.data)
+        assert isinstance(p.data, tuple)
+        return self._outlet.send(p.data)
+
+    def _drop_calls(self) -> None:
+        self._calls_gen += 1
+        self._sched.cancel(lambda p: p.cue == CALLS_CUE)
 
     # -- internals (called with the lock held) --------------------------------------------------
     def _cue(self, cue_id: str | None) -> Cue:
@@ -329,6 +429,8 @@ class Show:
             items.extend((anchor + e.t, Payload(gen, e.t, c.id, e.kind, e.data, e.key))
                          for e in evs)
             items.append((anchor + end, Payload(gen, end, c.id, Kind.END)))
+            items.extend((anchor + b.time, Payload(gen, b.time, c.id, Kind.OTHER, None, (BEAT, b)))
+                         for b in self._beats.get(c.id, ()) if start <= b.time < min(c.end, hi))
         self._sched.add_many(items)
         self._state = "playing"
         self._cut_at = None
@@ -353,7 +455,13 @@ class Show:
             kind = p.kind
             if kind in SYNC_KINDS:
                 return self._sync.dispatch(p)
+            if p.cue == CALLS_CUE:
+                return p.gen == self._calls_gen and self._send_call(p)
             if self._run is None or p.gen != self._run.gen:
+                return False
+            if kind == Kind.OTHER and p.data is None:
+                assert p.key is not None            # a beat marker: (BEAT, the Beat)
+                self._subscribers.on_beat(p.key[1])
                 return False
             if kind == Kind.ON:                     # a note's payload: its cue, key and bytes
                 assert p.cue is not None and p.key is not None and isinstance(p.data, tuple)
@@ -369,10 +477,15 @@ class Show:
                 self._current = p.cue
                 self._cut_at = None
                 self._state = "playing"
-                return self._sync.msc_go([c.id for c in self.program.cues].index(p.cue) + 1)
+                sent = self._sync.msc_go([c.id for c in self.program.cues].index(p.cue) + 1)
+                self._subscribers.on_cue(self._cue(p.cue))
+                return sent
             if kind == Kind.CUT:
                 self._outlet.silence(p.cue)
             self._cue_ended(p.cue)                  # CUT or END
+            if self._run is None:
+                self._stood_s = p.t
+            self._subscribers.on_cue_end(self._cue(p.cue))
             return False
 
     def _cue_ended(self, cid: str | None) -> None:

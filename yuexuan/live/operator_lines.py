@@ -1,11 +1,12 @@
-"""What live judging says to the operator, bounded: a flood of bad input keeps memory and the
-screen as they were.
+"""The lines live judging says to the operator (verdicts, notices), bounded: a flood of bad input
+keeps memory and the screen as they were.
 
-:class:`Said` keeps three things apart: the latest verdict lines (:attr:`Said.recent`, the ones
-the screen must never lose), the latest notices (:attr:`Said.notices`: bad messages, refusals,
-duplicates, remote commands) and every line in order for a printer (:meth:`Said.lines_since`,
-the latest :data:`SAID_KEPT` kept, the rest counted). A throttled notice is said
-:data:`SAID_PER_S` times a second at most; the rest are counted and summed up in one line.
+:class:`OperatorLines` keeps three things apart: the latest verdict lines
+(:attr:`OperatorLines.recent`, the ones the screen must never lose), the latest notices
+(:attr:`OperatorLines.notices`: bad messages, refusals, duplicates, remote commands) and every line
+in order for a printer (:meth:`OperatorLines.lines_since`, the latest :data:`LINES_KEPT` kept, the
+rest counted). A throttled notice is said
+:data:`NOTICES_PER_S` times a second at most; the rest are counted and summed up in one line.
 Not thread-safe by itself: the hub calls it under its lock.
 """
 
@@ -17,18 +18,18 @@ from collections.abc import Callable
 
 SCREEN_LINES = 6            # latest verdicts on the operator's screen
 NOTICE_LINES = 6            # latest notices
-SAID_KEPT = 2000            # lines kept for printing; older ones are only counted
-SAID_PER_S = 10             # throttled notices said a second; the rest summed up
+LINES_KEPT = 2000            # lines kept for printing; older ones are only counted
+NOTICES_PER_S = 10             # throttled notices said a second; the rest summed up
 
 
-class Said:
+class OperatorLines:
     """The hub's lines (see the module's docstring); ``clock``: monotonic seconds."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.recent: deque[str] = deque(maxlen=SCREEN_LINES)
         self.notices: deque[str] = deque(maxlen=NOTICE_LINES)
-        self.lines: deque[str] = deque(maxlen=SAID_KEPT)
+        self.lines: deque[str] = deque(maxlen=LINES_KEPT)
         self.count = 0                      # lines said in all
         self.unsaid = 0                     # throttled notices not said (in all)
         self._second = float("-inf")        # the throttle's window: its start …
@@ -43,10 +44,10 @@ class Said:
         self.count += 1
 
     def notice(self, text: str, throttle: bool = False) -> None:
-        """A notice; with ``throttle`` only :data:`SAID_PER_S` a second (the rest counted)."""
+        """A notice; with ``throttle`` only :data:`NOTICES_PER_S` a second (the rest counted)."""
         if throttle:
             self.sum_up()
-            if self._in_window >= SAID_PER_S:
+            if self._in_window >= NOTICES_PER_S:
                 self._held += 1
                 self.unsaid += 1
                 return
