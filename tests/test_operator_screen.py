@@ -27,7 +27,8 @@ ROWS, COLUMNS = 24, 80
 class Tmux:
     """A tmux server of this test's own (its own socket), one window running ``argv``."""
 
-    def __init__(self, argv: list[str], env: dict, cwd: Path):
+    def __init__(self, argv: list[str], env: dict, cwd: Path, columns: int = COLUMNS,
+                 rows: int = ROWS):
         if shutil.which("tmux") is None:
             pytest.fail("tmux is not installed (tests/system-deps.sh)")
         self.socket = f"yx-{uuid.uuid4().hex[:8]}"
@@ -35,8 +36,8 @@ class Tmux:
         command = " ".join(["cd", shlex.quote(str(cwd)), "&&", "exec", "env",
                             *(shlex.quote(f"{k}={v}") for k, v in keep.items()),
                             *map(shlex.quote, argv)])
-        self._tmux("-f", "/dev/null", "new-session", "-d", "-s", "yx", "-x", str(COLUMNS),
-                   "-y", str(ROWS), command)
+        self._tmux("-f", "/dev/null", "new-session", "-d", "-s", "yx", "-x", str(columns),
+                   "-y", str(rows), command)
         self._tmux("set-option", "-t", "yx", "remain-on-exit", "on")
 
     def _tmux(self, *args: str) -> str:
@@ -89,6 +90,7 @@ def test_screen_keeps_its_lines_under_junk_and_a_long_name(jack, tmp_path):
         assert all(sum(get_cwidth(c) for c in line) <= COLUMNS for line in lines), text
         assert lines[0].startswith("乐县 yuexuan play — PLAYING"), text
         assert "cue clock" in lines[0], text
+        assert any(line.startswith("NOW   lishou") and "show clock" in line for line in lines), text
         for part in ("NOW   lishou", "NEXT STROKE", "shot 1", "osc 127.0.0.1:%d" % port,
                      "log none", "out: rec"):
             assert part in text, f"{part!r} not on the screen:\n{text}"
@@ -104,3 +106,36 @@ def test_screen_keeps_its_lines_under_junk_and_a_long_name(jack, tmp_path):
     finally:
         term.kill()
         rec.stop()
+
+
+def _is_english(text: str) -> bool:
+    return all(get_cwidth(c) == 1 for c in text)
+
+
+def test_english_screen_shows_each_cue_in_english_and_labels_the_clocks(jack, ceremony, tmp_path):
+    """``play --lang en`` at 100×30: the cue playing and the next one each with its English gloss,
+    the playing one's English condition to end (open-ended) and the next one's to start, no quote
+    of the text in Chinese, and both clocks labelled."""
+    now, nxt = ceremony.cue("sixia_gong"), ceremony.cue("luming")
+    columns, rows = 100, 30
+    term = Tmux([sys.executable, "-m", "yuexuan", "play", str(DASHE), "--api", "jack", "--cues",
+                 f"{now.id},{nxt.id}", "--auto", "--lang", "en", "--report", str(tmp_path / "r.json")],
+                jack, ROOT, columns, rows)
+    try:
+        lines = term.wait_for(f"NOW   {now.id}")
+        text = "\n".join(lines)
+        assert len(lines) <= rows and all(sum(get_cwidth(c) for c in line) <= columns for line in lines)
+        assert "cue clock" in lines[0] and any(
+            line.startswith(f"NOW   {now.id}") and "show clock" in line for line in lines), text
+        wanted = [now.gloss, f"open-ended: soft stop (乐阕) when {now.ends_when_en}", nxt.gloss,
+                  f"GO when {nxt.starts_when_en}"]
+        for want in wanted:
+            head = want[:60]
+            assert any(line.strip().startswith(head) for line in lines), f"{head!r}:\n{text}"
+        assert all(_is_english(w.replace("(乐阕)", "")) for w in wanted)
+        assert now.source[:8] not in text and nxt.starts_when[:8] not in text, text
+        # the NOW line, then its gloss and its condition, then NEXT, its gloss and its condition
+        at = [next(i for i, line in enumerate(lines) if line.strip().startswith(w[:60])) for w in wanted]
+        assert at == sorted(at), text
+    finally:
+        term.kill()

@@ -9,7 +9,7 @@ from yuexuan.commands import play_judging
 from yuexuan.commands.common import add_selection_argument, data_source, load_timeline
 from yuexuan.errors import UserError
 from yuexuan.live import calls as live_calls
-from yuexuan.live import rtmidi_clients, timecode
+from yuexuan.live import operator, rtmidi_clients, timecode
 from yuexuan.live.program import build_program
 from yuexuan.live.rig import RT_PRIORITY, ShowPlan, play
 from yuexuan.live.show import ShowOptions
@@ -58,6 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-realtime", action="store_true",
                    help="keep the scheduler a normal thread (by default it asks for SCHED_FIFO "
                         f"priority {RT_PRIORITY} and stays normal where that is not allowed)")
+    p.add_argument("--lang", choices=operator.LANGS,
+                   help="the cues on the operator's screen: the text's words (zh), their English "
+                        "gloss and conditions (en) or both (default: both on a terminal of 100 "
+                        "columns or more, else zh)")
     p.add_argument("--report", metavar="FILE.json",
                    help="write the run's timing report and cue anchors as JSON")
     play_judging.add_arguments(p)           # --osc …, --shots-log, --hits-midi, check's rules
@@ -100,7 +104,7 @@ def _plan(args: argparse.Namespace) -> ShowPlan:
                           mtc_fps=args.mtc_fps if args.mtc else None, msc_device=args.msc,
                           rt_priority=None if args.no_realtime else RT_PRIORITY)
     plan = ShowPlan(program, timeline, options, args.api, args.port, go_trigger, stop_trigger,
-                    control=args.control, report=args.report, calls=calls)
+                    control=args.control, report=args.report, lang=args.lang, calls=calls)
     return judging.joined(plan, args)
 
 

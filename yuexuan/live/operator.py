@@ -26,6 +26,8 @@ WORDS = {"go", "stop", "hold", "resume", "panic", "quit", "toggle-hold"}
 HELP = "[space/g] GO   [s] soft stop (乐阕)   [h] hold/resume   [p] PANIC   [q q] quit"
 QUIT_WITHIN_S = 2.0          # a quit is asked twice: the second q within this many seconds
 ROWS, COLUMNS = 24, 80       # the screen's size when the terminal's is not known
+LANGS = ("zh", "en", "both")  # play --lang: the cues' words in Chinese, English or both
+BOTH_FROM_COLUMNS = 100      # --lang's default is both from this width on, else zh
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,11 @@ def command_for_line(line: str) -> str | None:
     if line in ("\n", "\r\n"):
         return "go"
     return command_for_key(word[:1]) if len(word) == 1 else None
+
+
+def default_lang(columns: int) -> str:
+    """``--lang``'s default for a terminal ``columns`` wide: both where there is room."""
+    return "both" if columns >= BOTH_FROM_COLUMNS else "zh"
 
 
 def _clock(seconds: float | None) -> str:
@@ -127,10 +134,16 @@ MUST, TALLY, NEXT_HINT, NOTICE, VERDICT, QUOTE, RULE = 9.0, 6.0, 5.0, 4.0, 3.0, 
 
 
 def render(status: Status, width: int = COLUMNS, judged: tuple[str, ...] | Judging = (),
-           height: int | None = None, listening: str | None = None) -> str:
+           height: int | None = None, listening: str | None = None, lang: str = "zh") -> str:
     """The status screen as plain text (no escape codes), at most ``height`` lines (all of them
     when None), each at most ``width`` cells. ``judged``: live judging's lines (a
-    :class:`Judging`, or plain lines shown as verdicts); ``listening``: where OSC comes in."""
+    :class:`Judging`, or plain lines shown as verdicts); ``listening``: where OSC comes in;
+    ``lang`` (:data:`LANGS`): the cues' quotes and conditions in Chinese (the text's own), in
+    English (each cue's gloss, ``starts_when_en``/``ends_when_en``) or both.
+
+    Two clocks: the ``cue clock`` (head line) runs from the cue's start, of its length; the
+    ``show clock`` (NOW line) is the timeline's, of the time the cue ends."""
+    zh, en = lang in ("zh", "both"), lang in ("en", "both")
     j = judged if isinstance(judged, Judging) else Judging(verdicts=tuple(judged))
     lines: list[tuple[float, str]] = []
 
@@ -141,19 +154,23 @@ def render(status: Status, width: int = COLUMNS, judged: tuple[str, ...] | Judgi
     playing = cue is not None and status.state in ("playing", "stopping", "held")
     head = f"乐县 yuexuan play — {status.state.upper()}" + ("   (auto)" if status.auto else "")
     if playing and cue is not None and status.position_s is not None:
-        head += f"   cue clock {_clock(status.position_s - cue.start)} / {_clock(cue.end - cue.start)}"
+        head += f"   cue clock {_clock(status.position_s - cue.start)} of {_clock(cue.end - cue.start)}"
     add(MUST, head)
     rule = "─" * width
     add(RULE, rule)
     if playing and cue is not None:
         add(MUST, f"NOW   {cue.id}  {cue.action}{cue.piece}   "
-                  f"{_clock(status.position_s)} of {_clock(cue.end)}")
-        if cue.source:
+                  f"show clock {_clock(status.position_s)} of {_clock(cue.end)}")
+        if zh and cue.source:
             add(QUOTE, f"      {cue.source}")
+        if en and cue.gloss:
+            add(NEXT_HINT, f"      {cue.gloss}")
         if status.stop_at_s is not None:
             add(MUST, f"      乐阕 at {_clock(status.stop_at_s)} (end of the phrase)")
-        elif cue.open_ended and cue.ends_when:
-            add(NEXT_HINT, f"      open-ended: soft stop (乐阕) when {cue.ends_when}")
+        elif cue.open_ended:
+            for when in (cue.ends_when if zh else "", cue.ends_when_en if en else ""):
+                if when:
+                    add(NEXT_HINT, f"      open-ended: soft stop (乐阕) when {when}")
     elif cue is not None:
         add(MUST, f"LAST  {cue.id}  {cue.action}{cue.piece} (ended)")
     else:
@@ -168,8 +185,11 @@ def render(status: Status, width: int = COLUMNS, judged: tuple[str, ...] | Judgi
     nxt = status.next_cue
     if nxt is not None:
         add(MUST, f"NEXT  {nxt.id}  {nxt.action}{nxt.piece}")
-        if nxt.starts_when:
-            add(NEXT_HINT, f"      GO when {nxt.starts_when}")
+        if en and nxt.gloss:
+            add(NEXT_HINT, f"      {nxt.gloss}")
+        for when in (nxt.starts_when if zh else "", nxt.starts_when_en if en else ""):
+            if when:
+                add(NEXT_HINT, f"      GO when {when}")
     elif status.state != "done":
         add(MUST, "NEXT  (end of the programme)")
     add(RULE, rule)

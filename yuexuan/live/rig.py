@@ -53,6 +53,7 @@ class ShowPlan:
     stop_trigger: timecode.Trigger      # --stop-midi
     control: str | None = None          # --control: the foot switch's input
     report: str | None = None           # --report FILE.json
+    lang: str | None = None             # --lang: the screen's cue words (None: by its width)
     calls: dict[str, Any] = field(default_factory=dict)   # the live calls' templates (judged)
     listen: tuple[str, int] | None = None   # --osc's (host, port)
     gate: Gate | None = None            # --osc's allow-lists and rate limit
@@ -151,7 +152,7 @@ def _open_rig(plan: ShowPlan, rig: _Rig, stack: contextlib.ExitStack) -> None:
         stack.callback(sensor.close)
         out.follow(sensor)
     listening = None if rig.listener is None else "{}:{}".format(*rig.listener.address)
-    rig.term = Terminal(rig.commands, listening)
+    rig.term = Terminal(rig.commands, listening, plan.lang)
 
 
 def _show(plan: ShowPlan, out: Output, ended: queue.Queue[Any]) -> Show:

@@ -50,11 +50,15 @@ def judging_view(hub: Hub, listening: str | None = None) -> operator.Judging:
 
 class Terminal:
     """Raw key input and a redrawn status screen on a TTY; lines in, lines out otherwise.
-    ``listening``: where OSC comes in ("HOST:PORT"), shown on the screen."""
+    ``listening``: where OSC comes in ("HOST:PORT"), shown on the screen; ``lang``: the cues'
+    words on it (:data:`yuexuan.live.operator.LANGS`; None: by the terminal's width,
+    :func:`yuexuan.live.operator.default_lang`)."""
 
-    def __init__(self, commands: queue.Queue[str], listening: str | None = None) -> None:
+    def __init__(self, commands: queue.Queue[str], listening: str | None = None,
+                 lang: str | None = None) -> None:
         self.commands = commands
         self.listening = listening
+        self.lang = lang
         self.tty = sys.stdin.isatty() and sys.stdout.isatty()
         self._saved: list[Any] | None = None        # the TTY's modes before (termios)
         self._stop = threading.Event()
@@ -108,8 +112,9 @@ class Terminal:
             size = self._out.get_size()
             judged = (judging_view(hub, self.listening) if hub is not None
                       else operator.Judging())
+            lang = self.lang or operator.default_lang(size.columns)
             self._screen = operator.render(status, width=size.columns, judged=judged,
-                                           height=size.rows, listening=self.listening)
+                                           height=size.rows, listening=self.listening, lang=lang)
             self._out.cursor_goto(0, 0)
             for i, line in enumerate(self._screen.split("\n")):
                 if i:
