@@ -21,8 +21,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BENCHES = [("compile", ["bench_compile.py"]), ("check", ["bench_check.py"]),
            ("render", ["bench_render.py"]), ("live", ["bench_live.py"]),
-           ("live_judge", ["bench_live_judge.py"]), ("drum", ["bench_drum.py"])]
-QUICK = {"check": ["20000"], "compile": ["--repeat", "1"], "live_judge": ["--shots", "200"]}
+           ("live_judge", ["bench_live_judge.py"]), ("drum", ["bench_drum.py"]),
+           ("interrupted_shows", ["bench_interrupted_shows.py"])]
+QUICK = {"check": ["20000"], "compile": ["--repeat", "1"], "live_judge": ["--shots", "200"],
+         "interrupted_shows": ["--runs", "3"]}
 
 
 def run(name: str, argv: list, quick: bool) -> dict:

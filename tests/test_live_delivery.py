@@ -2,7 +2,7 @@
 recorder nobody here wrote: JACK's own ``jack_midi_dump`` (jackd2's example client) as the
 destination.
 
-``yuexuan play --cues lishou --auto`` is stopped by SIGINT, SIGTERM and SIGHUP at points drawn
+``yuexuan play --auto`` of 貍首 (``lishou``, saved as a timeline) is stopped by SIGINT, SIGTERM and SIGHUP at points drawn
 afresh each run (the seed is printed), on several private synchronous servers at once, one show
 at a time on each (JACK 1.9.21's synchronous server wedged — "Driver is not running", a client's
 close blocked for good — with six shows opening and closing their clients on it at once, before
@@ -28,11 +28,13 @@ import pytest
 from jack_support import JackServer, MidiDump, jack_server
 from play_support import ACTIVE_SENSING, Play, first_note_on, resets_before, sounding_after
 
+from yuexuan.timeline import save_json
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # shows per signal: a few in the suite (its budget), the issue's 20 or more with
 # YUEXUAN_INTERRUPTED_SHOWS=20 (bench/bench_interrupted_shows.sh)
 RUNS_PER_SIGNAL = int(os.environ.get("YUEXUAN_INTERRUPTED_SHOWS", "3"))
-SERVERS = int(os.environ.get("YUEXUAN_INTERRUPTED_SERVERS", "2"))   # private JACK servers, one
+SERVERS = int(os.environ.get("YUEXUAN_INTERRUPTED_SERVERS", "3"))   # private JACK servers, one
                                 # show at a time on each
 LATEST_S = 3.0                  # the signal comes 0.1–LATEST_S s after the show began
 ALL_RESETS = {(cc, ch) for cc in (123, 120) for ch in range(16)}
@@ -84,17 +86,25 @@ class Outcome:
         return out
 
 
-def _shows(env: dict, tmp_path, jobs) -> list[Outcome]:
+@pytest.fixture(scope="module")
+def lishou_json(lishou, tmp_path_factory):
+    """貍首 alone as a saved timeline: what each show plays (its compile, half of a show's start,
+    done once)."""
+    path = tmp_path_factory.mktemp("delivery") / "lishou.json"
+    save_json(lishou, path)
+    return path
+
+
+def _shows(env: dict, tmp_path, sheet, jobs) -> list[Outcome]:
     """The interrupted shows of ``jobs`` ((k, signal, at_s) …), one after another on ``env``'s
     server."""
-    return [_interrupted_show(env, tmp_path, *job) for job in jobs]
+    return [_interrupted_show(env, tmp_path, sheet, *job) for job in jobs]
 
 
-def _interrupted_show(env: dict, tmp_path, k: int, sig: signal.Signals, at_s: float) -> Outcome:
+def _interrupted_show(env: dict, tmp_path, sheet, k: int, sig: signal.Signals, at_s: float) -> Outcome:
     dump = MidiDump.started(env, "rec")
     try:
-        play = Play(env, "--port", dump.port, "--cues", "lishou", "--auto",
-                    report=tmp_path / f"r{k}.json")
+        play = Play(env, "--port", dump.port, "--auto", report=tmp_path / f"r{k}.json", sheet=sheet)
         try:
             play.expect(r"^playing lishou", 60)
             time.sleep(at_s)                    # the point of the show where the signal comes
@@ -117,7 +127,7 @@ def _interrupted_show(env: dict, tmp_path, k: int, sig: signal.Signals, at_s: fl
                    dump.overflow_after, raw.count(bytes([ACTIVE_SENSING])))
 
 
-def test_interrupted_shows_leave_nothing_sounding(jack, tmp_path):
+def test_interrupted_shows_leave_nothing_sounding(jack, lishou_json, tmp_path):
     """SIGINT, SIGTERM and SIGHUP, RUNS_PER_SIGNAL shows each, stopped 0.1–3 s into 貍首: every
     note the recorder heard is released, the start's resets come first, and play confirmed
     delivery (its report) every time."""
@@ -129,7 +139,8 @@ def test_interrupted_shows_leave_nothing_sounding(jack, tmp_path):
     with contextlib.ExitStack() as stack:
         envs = [jack] + [stack.enter_context(jack_server(sync=True)) for _ in range(SERVERS - 1)]
         with ThreadPoolExecutor(SERVERS) as pool:
-            shares = pool.map(lambda k: _shows(envs[k], tmp_path, jobs[k::SERVERS]), range(SERVERS))
+            shares = pool.map(lambda k: _shows(envs[k], tmp_path, lishou_json, jobs[k::SERVERS]),
+                              range(SERVERS))
             outcomes = [o for share in shares for o in share]
     runs = Counter(o.signal for o in outcomes)
     bad = [(o.signal, o.at_s, f) for o in outcomes for f in o.faults()]
@@ -158,15 +169,15 @@ def jack_restartable():
         server.stop()
 
 
-def test_a_server_stalled_at_the_end_is_said(jack_restartable, tmp_path):
+def test_a_server_stalled_at_the_end_is_said(jack_restartable, lishou_json, tmp_path):
     """The JACK server stops (SIGSTOP) just before the show does and stays stopped 1.5 s: its
     last messages cannot be confirmed; play waits the bound (1 s), says so on stderr and in its
     report, and ends once the server runs again."""
     server = jack_restartable
     dump = MidiDump.started(server.env, "rec")
     try:
-        play = Play(server.env, "--port", dump.port, "--cues", "lishou", "--auto",
-                    report=tmp_path / "r.json")
+        play = Play(server.env, "--port", dump.port, "--auto", report=tmp_path / "r.json",
+                    sheet=lishou_json)
         play.expect(r"^playing lishou", 60)
         time.sleep(0.5)
         server.proc.send_signal(signal.SIGSTOP)
