@@ -110,6 +110,52 @@ def test_listener_delivers_every_datagram_and_survives_bad_ones():
     assert all(before <= r.arrival <= time.monotonic() for r in got)
 
 
+class Counting:
+    """A receiver that counts what each of its handlers was given."""
+
+    def __init__(self, last: str):
+        self.calls, self.last, self.done = [], last, threading.Event()
+
+    def __getattr__(self, name):
+        if not name.startswith("on_"):
+            raise AttributeError(name)
+
+        def handler(record):
+            self.calls.append((name, record))
+            if getattr(record, "name", None) == self.last:
+                self.done.set()
+        return handler
+
+
+def test_each_address_has_one_handler_and_each_message_is_handled_once():
+    """Every address the listener knows reaches one handler of its receiver (the hub's), once a
+    message: no second dispatch after the first."""
+    import random
+
+    want = {"/yuexuan/loose": "on_loose", "/yuexuan/shot": "on_shot",
+            "/yuexuan/correct": "on_correction", **{f"/yuexuan/{w}": "on_command" for w in osc.COMMANDS}}
+    assert set(osc.ROUTES) == set(want) == set(osc.MESSAGES)
+    handlers = {name for name in dir(judging.Hub) if name.startswith("on_")}
+    assert handlers == {*want.values(), "on_bad"}
+    args = {"/yuexuan/loose": ["宾"], "/yuexuan/shot": ["宾", "宾", "上射", "大侯", "贯"],
+            "/yuexuan/correct": ["宾", 1, "贯"]}
+    seed = random.randrange(1 << 32)
+    sent = [a for a in want if a != "/yuexuan/panic"] * 2 + ["/yuexuan/nothing"]
+    random.Random(seed).shuffle(sent)
+    sent.append("/yuexuan/panic")                       # the last: the handler then says done
+    receiver = Counting(last="panic")
+    listener = osc.OscListener("127.0.0.1", 0, receiver)
+    listener.start()
+    try:
+        client = SimpleUDPClient(*listener.address)
+        for address in sent:
+            client.send_message(address, args.get(address, []))
+        assert receiver.done.wait(5), f"seed {seed}"
+    finally:
+        listener.close()
+    assert [name for name, _ in receiver.calls] == [want.get(a, "on_bad") for a in sent], f"seed {seed}"
+
+
 def test_listener_takes_a_future_bundle_at_once_and_refuses_address_patterns():
     """python-osc's dispatcher would sleep until a bundle's future timetag and hand /yuexuan/*
     to every handler (go, stop and panic at once): neither happens."""
