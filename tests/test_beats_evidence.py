@@ -166,7 +166,7 @@ def test_plot_passes_the_nu_checker(outputs):
 def test_own_jie_doubts_only_the_shots_own_stroke(capsys, recording, tmp_path):
     """--own-jie: 下耦上射's fourth arrow belongs to the soft stroke (released, uncertain); 卿甲's
     first to the stroke not played (refused, uncertain); a stranger loosing at that same moment has
-    no stroke of his own (refused by the rule, not by what was heard: certain)."""
+    no stroke of his own: not judged ('not in the roster', exit 3), not refused."""
     path, truth, start = recording
     rows = [f"{truth[k] + 0.005:.4f},下耦上射,士,上射,干,贯,下耦,3" for k in (34, 36, 38, SOFT)]
     rows += [f"{truth[GONE]:.4f},卿甲,卿,上射,参,贯,,3", f"{truth[GONE]:.4f},客,士,上射,干,贯,,3"]
@@ -174,9 +174,10 @@ def test_own_jie_doubts_only_the_shots_own_stroke(capsys, recording, tmp_path):
     log.write_text("time,archer,rank,role,target,result,pair,round\n" + "\n".join(rows) + "\n",
                    encoding="utf-8")
     assert main(["check", CUES, str(log), "--own-jie", "--format", "json", "--beats-from",
-                 str(path), "--audio-start", f"{start}"]) == 0
+                 str(path), "--audio-start", f"{start}"]) == 3
     shots = json.loads(capsys.readouterr().out)["shots"]
-    assert [s["released"] for s in shots] == [True] * 4 + [False, False]
+    assert [s["released"] for s in shots] == [True] * 4 + [False, None]
+    assert shots[-1]["reason"] == "not in the roster"
     assert [s["uncertain"] for s in shots] == [False] * 3 + [True, True, False]
 
 
