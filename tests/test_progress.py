@@ -90,7 +90,8 @@ def test_build_on_a_terminal_shows_the_bar_and_its_stages(one_cue, tmp_path):
     assert frames == sorted(set(frames)), frames               # only forward, each drawn once
     assert stage_lines(terminal, "build") == [
         "MIDI and timeline written", "rendering the audio…", f"audio written ({CUE}.flac)",
-        f"guide written ({out / 'guide' / 'index.html'})"]
+        f"guide written ({out / 'guide' / 'index.html'})", f"score written ({CUE}.musicxml)",
+        f"layout written ({CUE}.svg)"]
     # the bar is drawn between "rendering" and "audio written", and cleared before the next line
     assert terminal.index("rendering the audio…") < terminal.index("build [") \
         < terminal.index("audio written")

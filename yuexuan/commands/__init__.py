@@ -28,4 +28,4 @@ COMMANDS = {
 # ``build`` runs
 # after writing the MIDI and the timeline, in this order (the guide takes the audio that render
 # wrote); ``source`` is the run's :class:`yuexuan.data.DataSource`.
-BUILD_STEPS = ("render", "guide")
+BUILD_STEPS = ("render", "guide", "score", "layout")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from yuexuan import atomic
 from yuexuan.commands.common import add_cues_argument, data_source, load_timeline
+from yuexuan.commands.progress import Progress
+from yuexuan.data import DataSource
 from yuexuan.errors import UserError
 from yuexuan.publish import drawing
 from yuexuan.rite import courtyard
@@ -22,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def build_svg(timeline: Timeline, court: Courtyard) -> str:
     """The drawing of ``timeline``'s instruments in the courtyard ``court``."""
     c = timeline.ceremony
-    title = f"大射仪 乐县与侯道 · {c.rank} {c.suspension} · the music suspension and the target range"
+    title = f"{c.name} 乐县与侯道 · {c.rank} {c.suspension} · the music suspension and the target range"
     return drawing.layout_svg(timeline.instruments, court, title)
 
 
@@ -37,3 +39,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"{out}: the courtyard drawing (SVG), {len(timeline.instruments)} instruments, "
           f"{len(court.targets)} targets, {len(court.listeners)} listener seats")
     return 0
+
+
+def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, source: DataSource,
+               progress: Progress | None = None) -> list[Path]:
+    """For ``yuexuan build``: ``out_dir/<stem>.svg``, the drawing in the rite's courtyard."""
+    out = Path(out_dir) / f"{Path(cues_path).stem}.svg"
+    atomic.write_text(out, build_svg(timeline, courtyard.for_timeline(timeline, source)))
+    if progress:
+        progress.stage(f"layout written ({out.name})")
+    return [out]

@@ -6,8 +6,11 @@ import argparse
 from pathlib import Path
 
 from yuexuan.commands.common import add_cues_argument, add_selection_argument, data_source, load_timeline
+from yuexuan.commands.progress import Progress
+from yuexuan.data import DataSource
 from yuexuan.errors import UserError
 from yuexuan.publish import score
+from yuexuan.timeline import Timeline
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,3 +35,13 @@ def run(args: argparse.Namespace) -> int:
     if args.pdf:
         print(f"{score.write_pdf(out, out.with_suffix('.pdf'))}: PDF engraved by LilyPond")
     return 0
+
+
+def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, source: DataSource,
+               progress: Progress | None = None) -> list[Path]:
+    """For ``yuexuan build``: ``out_dir/<stem>.musicxml``, the score of the whole ceremony."""
+    out = Path(out_dir) / f"{Path(cues_path).stem}.musicxml"
+    score.write_musicxml(score.build_score(timeline), out)
+    if progress:
+        progress.stage(f"score written ({out.name})")
+    return [out]
