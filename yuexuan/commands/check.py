@@ -141,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
             "tolerance_s": tolerance, "offset_s": offset,
             "gong_exempt_in_round_3": settings.gong_exempt,
             "strokes": "own 节" if args.own_jie else "any",
-            "gong_outside_hu_counted": settings.gong_outside_hu}
+            "gong_outside_hu_counted": settings.gong_outside_hu,
+            "host": rite.host.rank if (rite := timeline.rite) is not None and rite.host is not None else None}
     if args.format == "json":
         text = report.render_json(shots, verdict, meta, drum, warnings, proof)
     elif args.format == "csv":

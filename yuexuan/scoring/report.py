@@ -235,6 +235,14 @@ def _pad(s: str, w: int, right: bool = False) -> str:
     return fill + s if right else s + fill
 
 
+def _host_clause(settings: dict[str, Any]) -> str:
+    """``; 公 exempt (不以乐志)`` or ``; 主人 held to the drum``: the rite's host (none: nothing)."""
+    host = settings.get("host")
+    if not host:
+        return ""
+    return f"; {host} " + ("exempt (不以乐志)" if settings["gong_exempt_in_round_3"] else "held to the drum")
+
+
 def render_table(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum: dict[str, Any] | None,
                  warnings: Sequence[str] = (), evidence: Evidence | None = None) -> str:
     """A table for people: one line a shot, then the settings and each round's 算 and
@@ -262,8 +270,8 @@ def render_table(shots: Shots, v: tally.Verdict, settings: dict[str, Any], drum:
     out.append("")
     out.append(f"beats: {settings['beats']} 建鼓 strokes from the {settings['beats_from']}"
                f" ({', '.join(settings['shejie_cues']) or 'no 射节 cue'}); tolerance "
-               f"±{1000 * settings['tolerance_s']:.0f} ms; offset {settings['offset_s']:+g} s; 公 "
-               f"{'exempt (不以乐志)' if settings['gong_exempt_in_round_3'] else 'held to the drum'}"
+               f"±{1000 * settings['tolerance_s']:.0f} ms; offset {settings['offset_s']:+g} s"
+               + _host_clause(settings)
                + ("; each arrow on its own 节's stroke (--own-jie)" if settings.get("strokes") == "own 节"
                   else ""))
     if drum:
