@@ -28,7 +28,7 @@ from filelock import FileLock
 ROOT = Path(__file__).resolve().parent.parent
 # what the package is made of (pyproject's package-dir mapping: the data folders install as
 # yuexuan.data.*)
-SOURCES = ("yuexuan", "instruments", "pieces", "rite", "cues", "pyproject.toml")
+SOURCES = ("yuexuan", "instruments", "pieces", "ceremony", "cues", "pyproject.toml")
 
 
 def _hash_tree(h, path: Path) -> None:

@@ -335,6 +335,17 @@ def default_build(artefact_root) -> Path:
     return artefact(artefact_root, "build", (), build) / "out"
 
 
+@pytest.fixture(scope="session")
+def xiangshe_build(artefact_root) -> Path:
+    """The folder ``yuexuan build cues/xiangshe.toml`` wrote, uninterrupted (read only): the second
+    rite's every output (tests/test_xiangshe.py); beside it ``stdout.txt``, what the build printed."""
+    def build(d: Path) -> None:
+        r = run_cli("build", ROOT / "cues" / "xiangshe.toml", "-o", d / "out", timeout=900, fork=False)
+        assert r.returncode == 0, r.stderr
+        (d / "stdout.txt").write_text(r.stdout, encoding="utf-8")
+    return artefact(artefact_root, "xiangshe-build", (), build) / "out"
+
+
 # ``python -c PEAK_MEMORY FILE ARGS`` is ``yuexuan ARGS`` (the console script's cli.run) writing its
 # process's peak resident memory into FILE as it exits. VmHWM belongs to the process image, so it
 # starts afresh at exec; getrusage's ru_maxrss would carry over the test runner's size from the fork.
