@@ -78,6 +78,8 @@ def _check_build(out: Path, stem: str = "dashe") -> None:
     assert (out / f"{stem}.cue").read_text(encoding="utf-8").count("TRACK") == N_CUES
     assert GUIDE_FILES <= {p.name for p in (out / "guide").iterdir()}
     assert "<audio" in (out / "guide" / "index.html").read_text(encoding="utf-8")
+    assert "<score-partwise" in (out / f"{stem}.musicxml").read_text(encoding="utf-8")[:2000]
+    assert "<svg" in (out / f"{stem}.svg").read_text(encoding="utf-8")[:500]
 
 
 @pytest.mark.system

@@ -113,6 +113,9 @@ def test_the_rite_is_the_xiangshe_s(saved):
     assert {"歌", "笙"} <= {n.instrument for n in tl.notes if n.cue == "xiangyue"}
     assert {n.instrument for n in tl.notes if n.cue == "gai"} == {"鼓·乡射"}
     assert [c.id for c in tl.cues][-2:] == ["xiangyue", "gai"]
+    # the 工 moved below the hall for the shooting (「迁乐于下…阼阶下之东南，堂前三笴」), back for 无算乐
+    assert rounds[3].places["歌"]["where"].startswith("阼阶下之东南")
+    assert tl.cue("xiangyue").places["歌"]["where"].startswith("堂上")
 
 
 def test_zouyu_five_jie_a_pair_one_heard_four_shot(saved):

@@ -354,9 +354,11 @@ def _draw_legend(root: ET.Element, x: float, y: float, court: Courtyard,
     for t in court.targets:
         _el(g, "text", f"{t.name}", class_="yx-label", x=cols[0], y=y)
         _el(g, "text", t.pinyin, class_="yx-label", x=cols[1], y=y)
-        _el(g, "text", f"{t.english}: {t.distance_bu:g} 貍步 = {t.distance_bu * court.bu_m:.1f} m "
-                       f"from the 堂; its 乏 (screen) 10 步 west, 10 步 north", class_="yx-label",
-            x=cols[2], y=y)
+        west_bu = round((t.position_m[0] - t.fa_m[0]) / court.bu_m, 1)      # where its 乏 stands
+        north_bu = round((t.fa_m[1] - t.position_m[1]) / court.bu_m, 1)
+        _el(g, "text", f"{t.english}: {t.distance_bu:g} 步 = {t.distance_bu * court.bu_m:.1f} m "
+                       f"from the 堂; its 乏 (screen) {west_bu:g} 步 west, {north_bu:g} 步 north",
+            class_="yx-label", x=cols[2], y=y)
         y += 20
     for lm in court.landmarks:
         _el(g, "text", lm.name, class_="yx-label", x=cols[0], y=y)
