@@ -14,6 +14,19 @@ from pythonosc.dispatcher import Dispatcher
 from pythonosc.osc_server import BlockingOSCUDPServer
 
 
+class ToOne:
+    """A receiver of the show's OSC listener (yuexuan.live.osc.Receiver) that hands every record,
+    whatever its kind, to one function."""
+
+    def __init__(self, deliver):
+        self.deliver = deliver
+
+    def on_loose(self, record):
+        return self.deliver(record)
+
+    on_shot = on_correction = on_command = on_bad = on_loose
+
+
 def free_udp_port() -> int:
     """A UDP port on 127.0.0.1 that nothing is bound to now."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:

@@ -13,6 +13,7 @@ from pathlib import Path
 import mido
 import pytest
 from clock_support import VirtualClock
+from osc_support import ToOne
 from pythonosc.udp_client import SimpleUDPClient
 
 from yuexuan.compiler import compile_file
@@ -86,7 +87,7 @@ def test_listener_delivers_every_datagram_and_survives_bad_ones():
         if isinstance(record, osc.Command):
             done.set()
 
-    listener = osc.OscListener("127.0.0.1", 0, osc.ToOne(deliver))
+    listener = osc.OscListener("127.0.0.1", 0, ToOne(deliver))
     listener.start()
     try:
         host, port = listener.address
@@ -169,7 +170,7 @@ def test_listener_takes_a_future_bundle_at_once_and_refuses_address_patterns():
         if isinstance(record, osc.Command):
             done.set()
 
-    listener = osc.OscListener("127.0.0.1", 0, osc.ToOne(deliver))
+    listener = osc.OscListener("127.0.0.1", 0, ToOne(deliver))
     listener.start()
     try:
         host, port = listener.address
@@ -193,7 +194,7 @@ def test_listener_port_in_use_is_a_user_error():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         with pytest.raises(UserError, match="cannot listen"):
-            osc.OscListener("127.0.0.1", s.getsockname()[1], osc.ToOne(print))
+            osc.OscListener("127.0.0.1", s.getsockname()[1], ToOne(print))
 
 
 # -- the ceremony's seconds, the calls --------------------------------------------------------------

@@ -13,7 +13,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from osc_support import bound_sender, fill, tiny_tmpfs
+from osc_support import ToOne, bound_sender, fill, tiny_tmpfs
 from pythonosc.osc_message_builder import build_msg
 from test_live_judge import _hub
 
@@ -39,7 +39,7 @@ def test_only_the_allowed_may_send_and_only_the_control_list_may_command():
 
     g = gate_mod.Gate(gate_mod.networks("127.0.0.1/32", "--osc-allow"),
                       gate_mod.networks("127.0.0.3", "--osc-control-allow"))
-    listener = osc.OscListener("127.0.0.1", 0, osc.ToOne(deliver), gate=g)
+    listener = osc.OscListener("127.0.0.1", 0, ToOne(deliver), gate=g)
     listener.start()
     foreign, local = bound_sender("127.0.0.2"), bound_sender("127.0.0.1")
     try:

@@ -113,28 +113,6 @@ class Receiver(Protocol):
     def on_bad(self, record: Bad) -> object: ...
 
 
-@dataclass(frozen=True)
-class ToOne:
-    """A :class:`Receiver` that hands every record to one function (a printer, a test)."""
-
-    deliver: Callable[[Record], object]
-
-    def on_loose(self, record: Loose) -> object:
-        return self.deliver(record)
-
-    def on_shot(self, record: Shot) -> object:
-        return self.deliver(record)
-
-    def on_correction(self, record: Correction) -> object:
-        return self.deliver(record)
-
-    def on_command(self, record: Command) -> object:
-        return self.deliver(record)
-
-    def on_bad(self, record: Bad) -> object:
-        return self.deliver(record)
-
-
 def _is_text(v: object) -> bool:
     return isinstance(v, str)
 
