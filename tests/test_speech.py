@@ -112,11 +112,17 @@ def test_syllables_of_a_formula_part_without_a_bump(tmp_path, capsys):
     assert min(dips) >= 6.0, (seed, words, dips)
 
 
-def test_syllables_match_their_espeak_templates(tmp_path):
+@pytest.fixture(scope="session")
+def espeak_templates(tmp_path_factory):
+    """espeak-ng's templates of the fifteen syllables, made once a session."""
+    return S.templates(tmp_path_factory.mktemp("espeak"))
+
+
+def test_syllables_match_their_espeak_templates(espeak_templates):
     """鹿 呦 鸣 食 苹 and ten syllables of the formulas, said (the 司射, alone) and sung (one of the
     歌's singers on 黄), three renditions each, matched to espeak-ng's templates by MFCC-DTW:
     ≥ 60 % right spoken, ≥ 40 % sung (chance 1/15)."""
-    refs = S.templates(tmp_path)
+    refs = espeak_templates
     seed = random.randrange(2**31)
     rng = random.Random(seed)
     for mode, need in (("spoken", 0.60), ("sung", 0.40)):

@@ -34,6 +34,10 @@ def main() -> int:
         librosa.onset.onset_detect(y=y, sr=48000, hop_length=128, units="time")
         librosa.pyin(y, fmin=80.0, fmax=800.0, sr=48000)
         librosa.feature.zero_crossing_rate(y)
+        # test_speech's MFCC-DTW (tests/speech_support.py): resampled to 16 kHz, trimmed, warped
+        z, _ = librosa.effects.trim(librosa.resample(y, orig_sr=48000, target_sr=16000), top_db=35)
+        m = librosa.feature.mfcc(y=z, sr=16000, n_mfcc=13, n_fft=400, hop_length=160, n_mels=40)[1:]
+        librosa.sequence.dtw(X=m, Y=m[:, ::2], metric="euclidean")
     band.scan_block(rng.standard_normal(band.SR * 4).astype(np.float32), 0.0, (0.0, 4.0))
     (work / "ready").write_text("librosa " + librosa.__version__ + "\n", encoding="utf-8")
     try:

@@ -34,7 +34,8 @@ Models and where each number comes from:
   existing scale, :mod:`yuexuan.audio.voice.glottal`): high H (b = +5), rising R (b = −2.5, m = +25
   st/s), low L (b = −6; said before a pause it rises, m = +22 st/s: the final 214), falling F (b =
   +6, m = −35 st/s), the slopes INFERENCE so that a 0.3 s syllable spans about the letters'
-  range; λ = 40 /s (INFERENCE: 95 % of a step in about 160 ms) and, for the neutral tone, a mid
+  range; a 4 before another 4 is a half fall, 53 (m = −17.5 st/s: Y. R. Chao, *A Grammar of
+  Spoken Chinese*, 1968, the 4th tone's sandhi); λ = 40 /s (INFERENCE: 95 % of a step in about 160 ms) and, for the neutral tone, a mid
   target of weak strength λ = 20 /s (Chen & Xu 2006, Phonetica 63(1): the neutral tone is a
   mid target approached weakly); **declination**: every target's height falls 2 st a second
   from its phrase's start, reset after a pause (INFERENCE, not a measured rate).
@@ -82,6 +83,7 @@ INITIAL_S = {initial: length for group, length in _CLASS_S.items() for initial i
 TARGET = {1: (0.0, 5.0, 40.0), 2: (25.0, -2.5, 40.0), 3: (0.0, -6.0, 40.0), 4: (-35.0, 6.0, 40.0),
           5: (0.0, 0.0, 20.0)}
 FINAL_LOW = (22.0, -6.0, 40.0)
+HALF_FALL = (-17.5, 6.0, 40.0)   # a 4 before a 4 falls half-way, 53 (Chao 1968)
 FINAL_LOW_TOP_ST = 2.5      # the final 214 rises to level 4
 RANGE_ST = (-9.0, 8.0)      # a target's line stays inside the speaker's range (INFERENCE)
 DECLINATION_ST_S = 2.0
@@ -221,7 +223,9 @@ def utterance(slots: Sequence[str | None], slot_s: float,
         start = onsets[p[0]]
         targets = []
         for j, k in enumerate(p):
-            m, b, lam = FINAL_LOW if tones[k] == 3 and j == len(p) - 1 else TARGET.get(tones[k], TARGET[5])
+            m, b, lam = FINAL_LOW if tones[k] == 3 and j == len(p) - 1 \
+                else HALF_FALL if tones[k] == 4 and j < len(p) - 1 and tones[p[j + 1]] == 4 \
+                else TARGET.get(tones[k], TARGET[5])
             targets.append((m, b - DECLINATION_ST_S * (onsets[k] - start), lam))
         slot = [lengths[k] * scale for k in p]
         targets = [_inside(tg, length, FINAL_LOW_TOP_ST if tones[k] == 3 and j == len(p) - 1 else RANGE_ST[1])
