@@ -76,6 +76,8 @@ def test_the_build_writes_every_output(xiangshe_build, saved):
         drawing = (xiangshe_build / svg).read_text(encoding="utf-8")
         assert "乡侯" in drawing and "磬·乡射" in drawing and "笙" in drawing, svg
         assert "大侯" not in drawing and "笙钟" not in drawing, svg
+    page = (xiangshe_build / "guide" / "index.html").read_text(encoding="utf-8")
+    assert "The District Archery Rite" in page and "Great Archery" not in page
     guide = json.loads((xiangshe_build / "guide" / "timeline.json").read_text(encoding="utf-8"))
     assert [c["id"] for c in guide["cues"]] == [c.id for c in tl.cues]
 

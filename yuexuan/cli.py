@@ -46,8 +46,8 @@ def build_parser(argv: list[str] | None = None) -> tuple[argparse.ArgumentParser
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
         prog="yuexuan",
-        description="乐县: compile the 大射仪 music programme to a timeline, MIDI, audio, "
-                    "live MIDI, a guide and a score; check shots against the drum.",
+        description="乐县: compile an archery rite's music (the 大射仪, the 乡射礼) to a timeline, MIDI, "
+                    "audio, live MIDI, a guide and a score; check shots against the drum.",
         epilog=EPILOG)
     parser.add_argument("--data", metavar="DIR", default=None, help=DATA_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -111,6 +111,8 @@ def index_html(timeline: Timeline, svg: str, vtt: str, audio_name: str | None,
     e = html.escape
     c = timeline.ceremony
     english = english_names() if english is None else english
+    name_en = english.get(c.name, "")            # the glossary's short name of the rite
+    rite_en = e(name_en[:1].upper() + name_en[1:]) if name_en else e(c.name)
     rank_en = (f"{e(english.get(c.rank, c.rank))}'s rite ({e(c.rank)}), "
                f"{e(english.get(c.suspension, c.suspension))} ({e(c.suspension)})")
     if audio_name:
@@ -133,14 +135,14 @@ def index_html(timeline: Timeline, svg: str, vtt: str, audio_name: str | None,
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{e(c.name)} 乐县导览 · The Great Archery Rite — audio guide</title>
+<title>{e(c.name)} 乐县导览 · {rite_en} — audio guide</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="style.css">
 </head>
 <body>
 <a class="skip" href="#cue-list">跳到乐目 · Skip to the cue list</a>
 <header>
-<h1><span lang="zh">{e(c.name)} · 乐县导览</span> <span lang="en">The Great Archery Rite: an audio guide</span></h1>
+<h1><span lang="zh">{e(c.name)} · 乐县导览</span> <span lang="en">{rite_en}: an audio guide</span></h1>
 <p class="meta"><span lang="zh">{e(c.rank)} · {e(c.suspension)} · 黄钟 = {c.huangzhong_hz:g} Hz · 共 {_mmss(timeline.duration)}</span>
 <span lang="en" class="rank-en">{rank_en}, 黄钟 (huángzhōng) = {c.huangzhong_hz:g} Hz, {_mmss(timeline.duration)} in all</span>
 <a href="glossary.html"><span lang="zh">词汇</span> <span lang="en">Glossary: the rite's words</span></a></p>
