@@ -49,9 +49,9 @@ def log_warnings(shots: Shots, names: dict[str, Entry],
     seen: dict[tuple[object, ...], tuple[int, int]] = {}
     must = np.full(len(shots), -1)
     if own_hou and len(shots):          # each archer at the roster's rank: only his pair decides
-        at = [names[a].rank if a in names else None for a in shots.archers]
+        at_rank = [names[a].rank if a in names else None for a in shots.archers]
         rank = np.array([shots.rank_names.index(r) if r in shots.rank_names else shots.rank[i]
-                         for i, r in enumerate(at)], dtype=np.int8)
+                         for i, r in enumerate(at_rank)], dtype=np.int8)
         must = tally.hou_of_pairs(rank, shots.pair, own_hou)
     for i in range(len(shots)):
         line = int(shots.lines[i])
@@ -61,8 +61,9 @@ def log_warnings(shots: Shots, names: dict[str, Entry],
         key = (float(shots.time[i]), who, int(shots.rank[i]), int(shots.role[i]),
                int(shots.target[i]), int(shots.result[i]), pair, int(shots.round[i]))
         if key in seen:
-            row, at = seen[key]
-            out.append((line, f"{where}: the same shot as row {row}, line {at} (a row given twice?)"))
+            first_row, first_line = seen[key]
+            out.append((line, f"{where}: the same shot as row {first_row}, line {first_line} (a row "
+                              f"given twice?)"))
         else:
             seen[key] = (i + 1, line)
         if not names:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from yuexuan import atomic
 from yuexuan.check.log_warnings import log_warnings, roster
 from yuexuan.commands.common import data_source, read_timeline
+from yuexuan.commands.progress import Progress
 from yuexuan.errors import UserError
 from yuexuan.scoring import arrow_stroke, logread, report, rules, tally
 from yuexuan.scoring.logread import read_columns
@@ -97,7 +98,18 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--audio-start {start:g} is outside the ceremony (0 to "
                             f"{timeline.duration:.1f} s of {args.cues}): give the ceremony time of "
                             f"the recording's first sample")
-        found = finder.evidence(args.beats_from, plan, start, expected(timeline, plan))
+        bar = Progress("yuexuan check")
+
+        def progress(stage: str, fraction: float | None) -> None:
+            if fraction is None:
+                bar.stage(stage)
+            else:
+                bar(fraction)
+        try:
+            found = finder.evidence(args.beats_from, plan, start, expected(timeline, plan),
+                                    progress)
+        finally:
+            bar.done()
         alignment = found.alignment
         beats = alignment.live_s
         drum = {"source": str(args.beats_from), "recording_s": round(found.duration_s, 3),

@@ -40,7 +40,7 @@ the memory of a block. In each block:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,16 +222,21 @@ def _with_context(blocks: Iterator[npt.NDArray[np.float32]],
         done = start + len(buf) - keep
 
 
-def scan(path: str | Path, block_s: float = BLOCK_S) -> Candidates:
-    """Every candidate of the recording, read block by block at ``SR``."""
+def scan(path: str | Path, block_s: float = BLOCK_S,
+         progress: Callable[[float], None] | None = None) -> Candidates:
+    """Every candidate of the recording, read block by block at ``SR``; ``progress`` is told the
+    fraction read after each block (of the length the container states)."""
     from yuexuan.check.drum import recording
 
     block_s = max(1, round(block_s * SR / HOP)) * HOP / SR    # whole hops: one frame grid
+    total = recording.duration_s(path) if progress is not None else 0.0
     parts = []
     end = 0.0
     for buf, t0, core in _with_context(recording.iter_blocks(path, SR, block_s)):
         parts.append(scan_block(buf, t0, core))
         end = t0 + len(buf) / SR
+        if progress is not None and total > 0:
+            progress(min(1.0, end / total))
     cat = {f: np.concatenate([getattr(p, f) for p in parts]) for f in
            ("time_s", "strength", "level", "timbre", "strength_t_s", "strength_curve")}
     keep = distinct(cat["time_s"], cat["strength"])

@@ -35,6 +35,7 @@ doubtful, and a verdict resting on it is marked uncertain (:mod:`yuexuan.check.e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -292,24 +293,42 @@ def strokes(c: band.Candidates, plan: npt.NDArray[np.float64], start_s: float | 
     return Found(al, conf[kept], c, model, placed)
 
 
+def read_for(seconds: float) -> str:
+    """How much of a recording was read, as a judge reads a clock: 1:35, 2:00:00."""
+    whole = int(round(seconds))
+    h, rest = divmod(whole, 3600)
+    m, sec = divmod(rest, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+#: told the stage (a line, fraction None) or the fraction of the recording read (0…1)
+Progress = Callable[[str, "float | None"], None]
+
+
 def find(path: str | Path, plan: npt.NDArray[np.float64], start_s: float | None = None,
-         exp: Expected | None = None) -> Found:
-    """Scan the recording (:func:`yuexuan.check.drum.band.scan`) and take the drum's strokes."""
-    c = band.scan(path)
+         exp: Expected | None = None, progress: Progress | None = None) -> Found:
+    """Scan the recording (:func:`yuexuan.check.drum.band.scan`) and take the drum's strokes;
+    ``progress`` hears the stages. Finding no drum, the message says how much was read."""
+    if progress is not None:
+        progress(f"decoding and finding strokes in {Path(path).name}", None)
+    c = band.scan(path, progress=None if progress is None else lambda f: progress("", f))
+    read = f" (read {read_for(c.duration_s)} of audio)"
     if len(c.time_s) < 2:
-        raise UserError("no drum strokes found in the recording", file=str(path))
+        raise UserError("no drum strokes found in the recording" + read, file=str(path))
+    if progress is not None:
+        progress("placing the recording in the ceremony and matching the strokes to the plan", None)
     try:
         return strokes(c, np.sort(np.asarray(plan, dtype=np.float64)), start_s, exp)
     except UserError as e:              # name the recording the strokes were sought in
         if e.file is None and "strokes" in e.message:
-            raise UserError(e.message, file=str(path)) from None
+            raise UserError(e.message + read, file=str(path)) from None
         raise
 
 
 def evidence(path: str | Path, plan: npt.NDArray[np.float64], start_s: float | None = None,
-             exp: Expected | None = None) -> DrumEvidence:
+             exp: Expected | None = None, progress: Progress | None = None) -> DrumEvidence:
     """The finder's result as :class:`DrumEvidence` (timeline clock)."""
-    f = find(path, plan, start_s, exp)
+    f = find(path, plan, start_s, exp, progress)
     curve = f.candidates.strength_curve
     top = float(curve.max()) if len(curve) and curve.max() > 0 else 1.0
     return DrumEvidence(f.alignment, f.confidence, THRESHOLD,

@@ -121,6 +121,11 @@ def _stated_samples(path: Path, sr: int) -> int:
     return max(0, int(math.ceil(seconds * sr)))
 
 
+def duration_s(path: str | Path) -> float:
+    """The recording's length as its container states it, s (0 when it does not say)."""
+    return _stated_samples(Path(path), 1000) / 1000
+
+
 def read_recording(path: str | Path, sr: int) -> npt.NDArray[np.float32]:
     """The whole recording as mono float32 samples at ``sr`` Hz (see :func:`iter_blocks`)."""
     sr = _check_rate(sr)
