@@ -273,3 +273,20 @@ def test_play_auto_runs_the_xiangshe_over_jack(jack, xs, tmp_path):
     assert sorted((m.note, m.velocity) for _, m in ons) == sorted((n.midi, n.velocity) for n in notes), \
         diagnosis(jack, mark)
     assert abs(ons[0][0] - (anchor + notes[0].time)) < 0.02, diagnosis(jack, mark)
+
+
+def test_the_ji_s_caipin_is_a_setting(tmp_path):
+    """O41: 记 「歌驺虞若采蘋，皆五终，射无算」 — under ``xiangshe_shejie = "采蘋"`` the third round
+    shoots to 采蘋, still five 节 a pair, and the 乐正 commands it."""
+    sheet = tmp_path / "xs.toml"
+    sheet.write_text(SHEET.read_text(encoding="utf-8") + '\n[variants]\nxiangshe_shejie = "采蘋"\n',
+                     encoding="utf-8")
+    tl, warnings = compile_path(sheet)
+    assert not warnings, warnings
+    (cue,) = (c for c in tl.cues if c.kind == "shejie")
+    assert (cue.id, cue.piece) == ("caipin", "采蘋") and "歌驺虞若采蘋" in cue.source
+    assert {b.jie for b in tl.beats if b.cue == cue.id} == {1, 2, 3, 4, 5}
+    sung = "".join(n.lyric or "" for n in tl.notes if n.cue == cue.id and n.instrument == "歌")
+    assert sung.startswith("于以采蘋")
+    said = "".join(n.lyric for n in tl.notes if n.cue == "round3_mingyue" and n.instrument == "乐正")
+    assert said == "奏采蘋间若一"
