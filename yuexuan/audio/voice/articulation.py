@@ -46,9 +46,11 @@ from yuexuan.pronunciation import Reading
 Formants = tuple[tuple[float, float], ...]      # ((F Hz, bandwidth Hz) × 5)
 
 #: a voice dies away over this long after its note's end: a sung line is legato, the vowel still
-#: sounding while the next syllable's consonant begins (INFERENCE; the other sustained bodies
-#: release over yuexuan.audio.synthesis.primitives.RELEASE_S)
-RELEASE_S = 0.25
+#: sounding while the next syllable's consonant begins (INFERENCE, as long as the longest
+#: consonant before a vowel; 0.25 s held the last vowel or glide so long that a syllable sung
+#: alone was matched to another ending's template, tests/test_speech.py; the other sustained
+#: bodies release over yuexuan.audio.synthesis.primitives.RELEASE_S)
+RELEASE_S = 0.15
 #: a spoken syllable decays faster: it is gone as the next one's vowel starts, the next consonant
 #: sounding over its decay (INFERENCE)
 SPOKEN_RELEASE_S = 0.04
