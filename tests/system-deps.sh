@@ -12,8 +12,10 @@
 #   tmux                             a terminal emulator the operator's screen of play is read through
 #   espeak-ng                        a reference speaker (GPL: the tests run it, the package never does):
 #                                    its Mandarin templates for the voices' intelligibility (test_speech.py)
+#   hydrogen-drumkits                recorded drums (wav/flac one-shots; test data only) for the drum
+#                                    finder's family of mixes (tests/drum_family.py)
 set -eu
-pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk ffmpeg tmux espeak-ng"
+pkgs="fluidsynth fluid-soundfont-gm jackd2 chromium chromium-driver lilypond sox fonts-noto-cjk ffmpeg tmux espeak-ng hydrogen-drumkits"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
