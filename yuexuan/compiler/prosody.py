@@ -35,10 +35,11 @@ Models and where each number comes from:
   st/s), low L (b = −6; said before a pause it rises, m = +22 st/s: the final 214), falling F (b =
   +6, m = −35 st/s), the slopes INFERENCE so that a 0.3 s syllable spans about the letters'
   range; a 4 before another 4 is a half fall, 53 (m = −17.5 st/s: Y. R. Chao, *A Grammar of
-  Spoken Chinese*, 1968, the 4th tone's sandhi); λ = 40 /s (INFERENCE: 95 % of a step in about 160 ms) and, for the neutral tone, a mid
-  target of weak strength λ = 20 /s (Chen & Xu 2006, Phonetica 63(1): the neutral tone is a
-  mid target approached weakly); **declination**: every target's height falls 2 st a second
-  from its phrase's start, reset after a pause (INFERENCE, not a measured rate).
+  Spoken Chinese*, 1968, the 4th tone's sandhi); λ = 40 /s (INFERENCE: 95 % of a step in about
+  160 ms) and, for the neutral tone, a mid target of weak strength λ = 20 /s (Chen & Xu 2006,
+  Phonetica 63(1): the neutral tone is a mid target approached weakly); **declination**: every
+  target's height falls 2 st a second from its phrase's start, reset after a pause (INFERENCE,
+  not a measured rate).
 """
 
 from __future__ import annotations
