@@ -9,6 +9,7 @@ clock, one after another at raised priority (see :func:`pytest_runtest_setup`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -246,10 +247,8 @@ _NICE_BEFORE = pytest.StashKey[int]()
 
 def _nice(value: int) -> None:
     """Set this thread's (the test's) nice value where the user may; children inherit it."""
-    try:
+    with contextlib.suppress(PermissionError, OSError):
         os.setpriority(os.PRIO_PROCESS, 0, value)
-    except (PermissionError, OSError):
-        pass
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -384,6 +383,18 @@ def lishou_render(artefact_root):
             (d / "stdout.txt").write_text(r.stdout, encoding="utf-8")
         return artefact(artefact_root, "lishou-render", options, build)
     return get
+
+
+@pytest.fixture(scope="session")
+def guide_render(artefact_root) -> Path:
+    """The folder of ``yuexuan render cues/dashe.toml --cues luming,lishou --compact --mix guide
+    -o guide.wav --stems stems`` (the two sung cues in the guide mix; read only)."""
+    def build(d: Path) -> None:
+        r = run_cli("render", DEFAULT_CUES, "--cues", "luming,lishou", "--compact", "--mix", "guide",
+                    "-o", d / "guide.wav", "--stems", d / "stems", timeout=600, fork=False)
+        assert r.returncode == 0, r.stderr
+        (d / "stdout.txt").write_text(r.stdout, encoding="utf-8")
+    return artefact(artefact_root, "guide-render", (), build)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ COMMANDS = {
                 "each rite's ranks with their pinyin aliases (the cue sheet's [ceremony] rank)",
 }
 
-# The commands whose ``build_step(timeline, cues_path, out_dir, source, progress=None) -> [paths]``
+# The commands whose ``build_step(timeline, cues_path, out_dir, source, progress=None, mix=None) -> [paths]``
 # ``build`` runs
 # after writing the MIDI and the timeline, in this order (the guide takes the audio that render
 # wrote); ``source`` is the run's :class:`yuexuan.data.DataSource`.

@@ -6,9 +6,11 @@ import argparse
 import importlib
 from pathlib import Path
 
+from yuexuan.audio.mixes import GUIDE
 from yuexuan.commands import BUILD_STEPS
 from yuexuan.commands.common import add_shots_argument, data_source, load_timeline
 from yuexuan.commands.progress import Progress
+from yuexuan.commands.render import add_mix_argument
 from yuexuan.data import DEFAULT_CUES
 from yuexuan.midi.smf import write_smf
 from yuexuan.timeline import save_json
@@ -20,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"(or DIR/cues/{DEFAULT_CUES} of --data DIR)")
     p.add_argument("-o", "--out-dir", required=True, metavar="DIR", help="output folder, e.g. out")
     add_shots_argument(p)
+    add_mix_argument(p, GUIDE)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     written = [mid, js]
     for name in BUILD_STEPS:
         step = importlib.import_module(f"yuexuan.commands.{name}").build_step
-        written += list(step(tl, Path(args.cues_file), out, source, progress=progress) or [])
+        written += list(step(tl, Path(args.cues_file), out, source, progress=progress, mix=args.mix) or [])
     for p in written:
         print(p)
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import soundfile as sf
 
+from yuexuan.audio.mixes import GUIDE
 from yuexuan.audio.synthesis import synth
 from yuexuan.commands.common import (
     add_cues_argument,
@@ -16,7 +17,7 @@ from yuexuan.commands.common import (
     load_timeline,
 )
 from yuexuan.commands.progress import Progress
-from yuexuan.commands.render import render_announced
+from yuexuan.commands.render import add_mix_argument, render_announced
 from yuexuan.data import DataSource
 from yuexuan.errors import UserError
 from yuexuan.publish import guide
@@ -34,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_shots_argument(parser)
     parser.add_argument("--no-audio", action="store_true",
                         help="write the page without audio (a notice; the time slider still works)")
+    add_mix_argument(parser, GUIDE)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("exists and is not a folder", file=str(out), key="-o")
     if args.audio and args.no_audio:
         raise UserError("give either --audio FILE or --no-audio, not both", key="--no-audio")
+    if args.mix and (args.audio or args.no_audio):
+        raise UserError("--mix chooses the mix of the audio the guide renders; with "
+                        f"{'--audio FILE' if args.audio else '--no-audio'} it renders none", key="--mix")
     audio = None
     if args.audio:
         audio = Path(args.audio)
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("guide")        # on a terminal: the bar while rendering, a line per stage
     if audio is None and not args.no_audio:
         audio = out / f"{Path(args.cues_file).stem}.flac"
-        render_announced(timeline, audio, court.seats(), source, progress)
+        render_announced(timeline, audio, court.seats(), source, progress, args.mix)
     written = guide.write_site(timeline, out, audio, court=court, source=source)
     progress.stage(f"site written ({out / 'index.html'})")
     print(f"{out / 'index.html'}: the audio guide, {len(timeline.cues)} cues, {len(written)} files in {out}"
@@ -94,9 +99,9 @@ def _clock(seconds: float) -> str:
 
 
 def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, source: DataSource,
-               progress: Progress | None = None) -> list[Path]:
-    """For ``yuexuan build``: write ``out_dir/guide/``, with the render step's audio if it wrote one;
-    ``progress``: build's stage lines."""
+               progress: Progress | None = None, mix: str | None = None) -> list[Path]:
+    """For ``yuexuan build``: write ``out_dir/guide/``, with the render step's audio if it wrote one
+    (in build's ``mix``: the render step's); ``progress``: build's stage lines."""
     out_dir = Path(out_dir)
     stem = Path(cues_path).stem
     audio = next((out_dir / f"{stem}{ext}" for ext in guide.AUDIO_TYPES

@@ -54,6 +54,16 @@ class Envelope:
         self.at = np.asarray(env.times_s, dtype=np.float64) * sample_rate
         self.gains = np.asarray(env.gains, dtype=np.float64)
 
+    def constant(self, b0: int, b1: int) -> float | None:
+        """The gain of samples ``b0`` to ``b1`` (exclusive) where it is one value throughout (no
+        breakpoint of another value bears on them), else None: the mixer then scales the notes'
+        gains instead of summing the instrument apart (a produced mix levels most instruments by a
+        gain that holds for a whole cue)."""
+        i = max(0, int(np.searchsorted(self.at, b0, side="right")) - 1)
+        j = min(len(self.at), int(np.searchsorted(self.at, b1 - 1, side="left")) + 1)
+        seg = self.gains[i:j]
+        return float(seg[0]) if len(seg) and bool(np.all(seg == seg[0])) else None
+
     def block(self, b0: int, b1: int) -> npt.NDArray[np.float32] | None:
         """The gain of samples ``b0`` to ``b1`` (exclusive), float32; None if all are 1."""
         # the breakpoints that bear on [b0, b1): the last at or before b0 to the first at or after b1

@@ -37,7 +37,12 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
         p.cache.advance(b0)
         mix = np.zeros((b1 - b0, 2), dtype=np.float32)
         parts: dict[int, npt.NDArray[np.float32]] | None = {} if stems else None
-        shaping = {i: g for i, env in p.envelopes.items() if (g := env.block(b0, b1)) is not None}
+        # each enveloped instrument's gain over the block, found once an envelope and only for the
+        # instruments that sound here: one value (scaling its notes' gains) or a curve (its
+        # sound summed apart, then multiplied by it)
+        curves: dict[int, npt.NDArray[np.float32]] = {}
+        scales: dict[int, float] = {}
+        by_row: dict[int, tuple[float | None, npt.NDArray[np.float32] | None]] = {}
         shaped: dict[int, npt.NDArray[np.float32]] = {}     # instrument → its sound, before its gain
         keep = []
         sung = False
@@ -49,8 +54,21 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
                 keep.append(e)
             a, z = max(s, b0), min(t, b1)
             i = int(p.inst[e])
+            if i not in scales and i not in curves:
+                env = p.envelopes.get(i)
+                if env is None:
+                    scales[i] = 1.0
+                else:
+                    row = by_row.get(id(env))
+                    if row is None:
+                        value = env.constant(b0, b1)
+                        row = by_row[id(env)] = (value, None if value is not None else env.block(b0, b1))
+                    if row[1] is not None:
+                        curves[i] = row[1]
+                    else:
+                        scales[i] = 1.0 if row[0] is None else row[0]
             own: npt.NDArray[np.float32] | None = None          # where its sound goes apart
-            if i in shaping:
+            if i in curves:
                 own = shaped.get(i)
                 if own is None:
                     own = shaped[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
@@ -64,7 +82,7 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
                         parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
                     targets.insert(0, parts[i])
             pcm = p.cache.get(p.keys[e])
-            g = float(p.gains[e]) * pcm.unit
+            g = float(p.gains[e]) * pcm.unit * scales.get(i, 1.0)
             taps = p.taps.get(e) if p.taps else None
             if taps is None:            # a stereo waveform
                 src = pcm.samples.reshape(-1)[2 * (a - s):2 * (z - s)]
@@ -93,7 +111,7 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
         if sung:
             mix += bus[:, :b1 - b0].T
         for i, own in shaped.items():
-            own *= shaping[i][:, None]
+            own *= curves[i][:, None]
             mix += own
         yield b0, mix, parts
 
