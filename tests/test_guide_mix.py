@@ -207,3 +207,55 @@ def test_the_whole_ceremony_in_the_guide_mix(default_build, default_timeline):
     assert integrated == pytest.approx(-16.0, abs=1.0)
     assert lra <= 15.0 and tp <= -1.0 and dc <= -60.0
     assert len(spread) >= 20 and max(abs(v) for v in spread.values()) <= 6.0, spread
+
+
+def _fast_max_db(x: np.ndarray, sr: int = 48000) -> float:
+    """The largest mean square over 125 ms (a sound level meter's F weighting), dB."""
+    e = (x.astype(np.float64) ** 2).sum(axis=1)
+    c = np.concatenate([[0.0], np.cumsum(e)])
+    w = int(0.125 * sr)
+    return float(10 * np.log10(((c[w:] - c[:-w]) / w).max()))
+
+
+def _model_db(body, velocity: int, r_m: float) -> float:
+    """docs/render.md, "Loudness": sound power − 11 dB at 1 m, (v/127)^1.6 re its velocity, 1/r."""
+    p = body.synth
+    lw, at = float(p["sound_power_db"]), int(p["sound_power_velocity"])
+    return lw - 11.0 + float(p.get("gain_db", 0.0)) + 16 * np.log10(velocity / at) - 20 * np.log10(r_m)
+
+
+def _seat_offsets(lishou_render, names):
+    """(measured fast-weighted maximum − model) of each loud call of ``names`` in the seat's 貍首."""
+    from yuexuan.audio.engine.plan import bodies, cue_positions
+    from yuexuan.rite import courtyard
+    tl = compile_file(DEFAULT_CUES, ["lishou"])
+    seat = courtyard.listeners()["宾"].position_m
+    insts = bodies(tl, names)
+    out = {}
+    for name in names:
+        x, sr = sf.read(lishou_render() / "stems" / f"{name}.wav", dtype="float32")
+        body = insts[name]
+        where = cue_positions(tl).get(("lishou", name), body.position_m)     # its place in 貍首
+        r = float(np.linalg.norm(np.subtract(where, seat)))
+        loud = [n for n in tl.notes if n.instrument == name and n.velocity == max(
+            m.velocity for m in tl.notes if m.instrument == name)]
+        n = loud[0]
+        a = int(n.time * sr)
+        out[name] = _fast_max_db(x[a:a + int((n.duration + 0.4) * sr)]) - _model_db(body, n.velocity, r)
+    return out
+
+
+def test_the_seat_mix_keeps_the_calls_at_sound_power_less_20_log_r(lishou_render):
+    """--mix seat (render's default): the loud call of each 获者, 62-118 m from the 宾, reads one
+    gain (the file's) from the model, ± 1 dB."""
+    off = _seat_offsets(lishou_render, ["获者·干", "获者·参", "获者·大侯"])
+    mid = float(np.median(list(off.values())))
+    print({k: round(v - mid, 2) for k, v in off.items()})
+    assert all(abs(v - mid) <= 1.0 for v in off.values()), off
+
+
+@pytest.mark.xfail(strict=True, reason="open (issue 29): the 歌's six takes in the seat mix read "
+                   "about 6 dB under docs/render.md's model (68.5 dB at the 宾 in 貍首) against the calls")
+def test_the_seat_mix_keeps_the_singers_at_sound_power_less_20_log_r(lishou_render):
+    off = _seat_offsets(lishou_render, ["获者·干", "歌"])
+    assert abs(off["歌"] - off["获者·干"]) <= 1.0, off
