@@ -20,7 +20,7 @@ CASES = {
     # name: (edit of the default sheet, expected fragment of the message, expected line or key)
     "toml_syntax": (lambda t: t.replace('gap_seconds = 5.0', 'gap_seconds = = 5.0'), "TOML syntax error", _line("gap_seconds")),
     "unknown_piece": (lambda t: t.replace('piece = "新宫"', 'piece = "新宫乐"'), "unknown piece '新宫乐'", "cue[3].piece"),
-    "unknown_instrument": (lambda t: t.replace('melody = ["簜"]', 'melody = ["笙"]'), "unknown instrument '笙'", "cue[3].melody"),
+    "unknown_instrument": (lambda t: t.replace('melody = ["簜"]', 'melody = ["竽"]'), "unknown instrument '竽'", "cue[3].melody"),
     "unknown_rank": (lambda t: t.replace('rank = "诸侯"', 'rank = "王"'), "unknown rank '王'", "ceremony.rank"),
     "unknown_lv": (lambda t: t.replace('gong = "黄钟"', 'gong = "黄种"'), "unknown 律 '黄种'", "ceremony.gong"),
     "negative_gap": (lambda t: t.replace('gap_seconds = 5.0', 'gap_seconds = -5.0'), "too small", "ceremony.gap_seconds"),

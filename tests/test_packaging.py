@@ -26,7 +26,8 @@ def _data_folder(tmp_path: Path, position_m=MOVED_M) -> Path:
     moved = re.sub(r"(?m)^position_m = .*$", f"position_m = {list(position_m)}", text)
     assert moved != text
     (folder / "笙钟.toml").write_text(moved, encoding="utf-8")
-    added = (ROOT / "instruments" / "颂磬.toml").read_text(encoding="utf-8").replace('name = "颂磬"', 'name = "新磬"')
+    added = (ROOT / "instruments" / "颂磬.toml").read_text(encoding="utf-8")
+    added = added.replace('name = "颂磬"', 'name = "新磬"').replace('alias = "songqing"', 'alias = "xinqing"')
     (folder / "新磬.toml").write_text(added, encoding="utf-8")
     return folder.parent
 
