@@ -98,7 +98,7 @@ def test_render_any_sheet(tmp_path_factory, sheet, cue, ext, listener):
 
 # -- guide -------------------------------------------------------------------------------------
 
-GUIDE_FILES = ["index.html", "app.js", "style.css", "layout.svg", "captions.vtt", "timeline.json"]
+GUIDE_FILES = ["index.html", "app.js", "style.css", "layout.svg", "captions.vtt", "timeline.json", "glossary.html"]
 
 
 class _Tags(html.parser.HTMLParser):

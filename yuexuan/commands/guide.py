@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         render_announced(timeline, audio, court.seats(), source, progress, args.mix)
     written = guide.write_site(timeline, out, audio, court=court, source=source)
     progress.stage(f"site written ({out / 'index.html'})")
-    print(f"{out / 'index.html'}: the audio guide, {len(timeline.cues)} cues, {len(written)} files in {out}"
+    cues = f"{len(timeline.cues)} cue" + ("" if len(timeline.cues) == 1 else "s")
+    print(f"{out / 'index.html'}: the audio guide, {cues}, {len(written)} files in {out}"
           + (" (no audio: --no-audio)" if audio is None else f" (audio: {audio.name})"))
     return 0
 
