@@ -42,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, source: DataSource,
-               progress: Progress | None = None) -> list[Path]:
-    """For ``yuexuan build``: ``out_dir/<stem>.svg``, the drawing in the rite's courtyard."""
+               progress: Progress | None = None, mix: str | None = None) -> list[Path]:
+    """For ``yuexuan build``: ``out_dir/<stem>.svg``, the drawing in the rite's courtyard
+    (``mix`` is the audio's, given to every step; the drawing does not depend on it)."""
     out = Path(out_dir) / f"{Path(cues_path).stem}.svg"
     atomic.write_text(out, build_svg(timeline, courtyard.for_timeline(timeline, source)))
     if progress:

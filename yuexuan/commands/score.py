@@ -38,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_step(timeline: Timeline, cues_path: str | Path, out_dir: str | Path, source: DataSource,
-               progress: Progress | None = None) -> list[Path]:
-    """For ``yuexuan build``: ``out_dir/<stem>.musicxml``, the score of the whole ceremony."""
+               progress: Progress | None = None, mix: str | None = None) -> list[Path]:
+    """For ``yuexuan build``: ``out_dir/<stem>.musicxml``, the score of the whole ceremony
+    (``mix`` is the audio's, given to every step; the score does not depend on it)."""
     out = Path(out_dir) / f"{Path(cues_path).stem}.musicxml"
     score.write_musicxml(score.build_score(timeline), out)
     if progress:
