@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Callable
 
@@ -44,7 +45,11 @@ def inputs_digest() -> str:
     h = hashlib.sha256(sys.version.encode())
     for top in SOURCES:
         _hash_tree(h, ROOT / top)
-    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    # the environment's own distributions, not sys.path's: its '' is the working directory, and a
+    # test that changed it before its worker's first call saw no yuexuan.egg-info there — another
+    # digest, and that worker removed the artefacts the other workers were reading
+    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions(path=site))
     h.update("\n".join(dists).encode())
     return h.hexdigest()
 
