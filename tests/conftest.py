@@ -470,3 +470,16 @@ def jack_async():
     from jack_support import jack_server
     with jack_server(sync=False) as env:
         yield env
+
+
+@pytest.fixture
+def jack_restartable():
+    """A private synchronous JACK server of the test's own, which it may stop, kill and start again
+    (test_live_jack, test_live_delivery)."""
+    from jack_support import JackServer
+    server = JackServer(sync=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -158,17 +158,6 @@ def test_interrupted_shows_leave_nothing_sounding(jack, lishou_json, tmp_path):
     assert sum(n > 0 for n in at_stop) >= len(outcomes) // 2, figures
 
 
-@pytest.fixture
-def jack_restartable():
-    """A private synchronous JACK server of this test's own, which it stops and continues."""
-    server = JackServer(sync=True)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def test_a_server_stalled_at_the_end_is_said(jack_restartable, lishou_json, tmp_path):
     """The JACK server stops (SIGSTOP) just before the show does and stays stopped 1.5 s: its
     last messages cannot be confirmed; play waits the bound (1 s), says so on stderr and in its

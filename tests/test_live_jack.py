@@ -357,17 +357,6 @@ def test_list_ports_and_missing_port(jack, tmp_path):
         missing.stderr.strip()] and "no MIDI output port contains 'nosuch'" in missing.stderr
 
 
-@pytest.fixture
-def jack_restartable():
-    """A private synchronous JACK server of this test's own, which it kills and starts again."""
-    server = JackServer(sync=True)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def test_jack_server_killed_and_back(jack_restartable, tmp_path, monkeypatch):
     """jackd killed mid-cue (SIGTERM here: a SIGKILLed jackd may leave JACK's shared metadata
     database locked, and the next servers on the machine, other tests' too, then took over 10 s to
