@@ -27,7 +27,7 @@ from yuexuan.compiler import compile_file
 ROOT = Path(__file__).resolve().parent.parent
 # what the wheel is built from: the checkout less what is not source
 NOT_SOURCE = (".git", ".venv", "out", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis")
-GUIDE_FILES = {"index.html", "app.js", "style.css", "captions.vtt", "layout.svg", "timeline.json", "dashe.flac"}
+GUIDE_FILES = {"index.html", "app.js", "style.css", "captions.vtt", "layout.svg", "timeline.json"}
 # the cues the checkout compiles from its default sheet (a cue may be left out by a variant's default)
 N_CUES = len(compile_file(ROOT / "cues" / "dashe.toml").cues)
 
@@ -62,28 +62,35 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _check_build(out: Path, stem: str = "dashe") -> None:
+def _check_build(out: Path, n_cues: int, stem: str = "dashe") -> None:
     """Every output of ``yuexuan build`` is in ``out``, each read back by an independent reader."""
     import mido
     import soundfile as sf
 
     midi = mido.MidiFile(out / f"{stem}.mid")
-    assert midi.type == 1 and sum(m.type == "note_on" and m.velocity > 0 for t in midi.tracks for m in t) > 1000
+    assert midi.type == 1 and sum(m.type == "note_on" and m.velocity > 0 for t in midi.tracks for m in t) > 100
     timeline = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
-    assert timeline["schema"] == 3 and len(timeline["cues"]) == N_CUES
+    assert timeline["schema"] == 3 and len(timeline["cues"]) == n_cues
     info = sf.info(str(out / f"{stem}.flac"))
     assert info.format == "FLAC" and info.channels == 2
-    assert abs(info.duration - midi.length) < 30 and info.duration > 1000     # the whole rite, s
+    assert abs(info.duration - midi.length) < 30 and info.duration > 60      # s
     assert (out / f"{stem}.vtt").read_text(encoding="utf-8").startswith("WEBVTT")
-    assert (out / f"{stem}.cue").read_text(encoding="utf-8").count("TRACK") == N_CUES
-    assert GUIDE_FILES <= {p.name for p in (out / "guide").iterdir()}
+    assert (out / f"{stem}.cue").read_text(encoding="utf-8").count("TRACK") == n_cues
+    assert {*GUIDE_FILES, f"{stem}.flac"} <= {p.name for p in (out / "guide").iterdir()}
     assert "<audio" in (out / "guide" / "index.html").read_text(encoding="utf-8")
     assert "<score-partwise" in (out / f"{stem}.musicxml").read_text(encoding="utf-8")[:2000]
     assert "<svg" in (out / f"{stem}.svg").read_text(encoding="utf-8")[:500]
 
 
+def _first_cues(sheet: str, n: int) -> str:
+    """The cue sheet's text with its first ``n`` cues only (everything before the first ``[[cue]]``
+    kept: the ceremony, the variants, the pairs)."""
+    parts = sheet.split("\n[[cue]]\n")
+    return "\n[[cue]]\n".join(parts[:n + 1]) + "\n"
+
+
 @pytest.mark.system
-def test_wheel_builds_the_packaged_default_and_a_copy_in_an_empty_folder(venv, tmp_path):
+def test_wheel_finds_its_data_and_builds_in_an_empty_folder(venv, tmp_path):
     here = tmp_path / "empty"
     here.mkdir()
     where = _run([venv / "bin" / "python", "-c", "import yuexuan.data as d; print(d.__file__); "
@@ -92,23 +99,27 @@ def test_wheel_builds_the_packaged_default_and_a_copy_in_an_empty_folder(venv, t
     assert Path(where[1]).read_bytes() == (ROOT / "cues" / "dashe.toml").read_bytes()
     yuexuan = venv / "bin" / "yuexuan"
 
-    _run([yuexuan, "build", "-o", "out"], cwd=here)
-    _check_build(here / "out")
-
-    # a copy of the sheet in an empty folder compiles to the same MIDI and timeline (a second
-    # whole build, 20 s of the suite, would add nothing: test_render.py shows the audio is
-    # deterministic)
+    # in a folder with no cues/, the sheet's path in the repository names the packaged sheet
+    _run([yuexuan, "compile", "cues/dashe.toml", "-o", "out/dashe.mid", "--timeline", "out/dashe.json"],
+         cwd=here)
+    assert len(json.loads((here / "out" / "dashe.json").read_text(encoding="utf-8"))["cues"]) == N_CUES
+    # a copy of the sheet in another folder compiles to the same MIDI and timeline
     copy = tmp_path / "copy"
     copy.mkdir()
     shutil.copy(ROOT / "cues" / "dashe.toml", copy / "dashe.toml")
     _run([yuexuan, "compile", "dashe.toml", "-o", "out/dashe.mid", "--timeline", "out/dashe.json"],
          cwd=copy)
     assert _digest(here / "out" / "dashe.mid") == _digest(copy / "out" / "dashe.mid")
-    # in a folder with no cues/, the sheet's path in the repository names the packaged sheet
-    _run([yuexuan, "compile", "cues/dashe.toml", "-o", "out/byname.mid"], cwd=here)
-    assert _digest(here / "out" / "dashe.mid") == _digest(here / "out" / "byname.mid")
     assert json.loads((copy / "out" / "dashe.json").read_text(encoding="utf-8"))["cues"] == \
         json.loads((here / "out" / "dashe.json").read_text(encoding="utf-8"))["cues"]
+
+    # the main job, every output, on the sheet's first three cues (the whole ceremony's build, 20 s
+    # of the suite's CPU, adds nothing here: the default build's outputs are tests/conftest.py's
+    # default_build, made from the checkout; README's first command is this with the whole sheet)
+    (copy / "short.toml").write_text(_first_cues((ROOT / "cues" / "dashe.toml").read_text(encoding="utf-8"), 3),
+                                     encoding="utf-8")
+    _run([yuexuan, "build", "short.toml", "-o", "short"], cwd=copy)
+    _check_build(copy / "short", 3, stem="short")
 
     listing = _run([yuexuan, "variants"], cwd=here).stdout
     assert "luming_sanzhong" in listing and "敖继公" in listing
