@@ -71,7 +71,9 @@ class Envelope:
         j = min(len(self.at), int(np.searchsorted(self.at, b1 - 1, side="left")) + 1)
         if np.all(self.gains[i:j] == 1.0):
             return None
-        return np.interp(np.arange(b0, b1, dtype=np.float64), self.at, self.gains).astype(np.float32)
+        # only those breakpoints: np.interp searches the table for every sample
+        return np.interp(np.arange(b0, b1, dtype=np.float64), self.at[i:j + 1],
+                         self.gains[i:j + 1]).astype(np.float32)
 
 
 def by_instrument(rows: Sequence[GainEnvelope], names: Sequence[str],

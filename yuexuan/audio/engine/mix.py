@@ -21,7 +21,8 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
     row contiguous: twice as fast as a column of the interleaved mix), added to the mix once a
     block. An instrument with a gain envelope (``p.envelopes``) is summed apart, multiplied by its
     gain over the block and then added to the mix; its stem is that product (the stems add up
-    to the mix).
+    to the mix). Without stems the instruments of one envelope are summed apart together (a
+    guide mix's players share one: one product a block, not one an instrument).
     """
     nev = len(p.starts)
     nxt = 0
@@ -43,7 +44,12 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
         curves: dict[int, npt.NDArray[np.float32]] = {}
         scales: dict[int, float] = {}
         by_row: dict[int, tuple[float | None, npt.NDArray[np.float32] | None]] = {}
-        shaped: dict[int, npt.NDArray[np.float32]] = {}     # instrument → its sound, before its gain
+        # what an enveloped instrument's sound is summed into, before its gain: its own buffer
+        # (with stems: its stem) or its envelope's, keyed by the instrument or id(envelope)
+        group: dict[int, int] = {}
+        shaped: dict[int, npt.NDArray[np.float32]] = {}
+        buses: dict[int, npt.NDArray[np.float32]] = {}    # a group's singers, channel-major
+        gains_of: dict[int, npt.NDArray[np.float32]] = {}
         keep = []
         sung = False
         for e in active:
@@ -65,13 +71,22 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
                         row = by_row[id(env)] = (value, None if value is not None else env.block(b0, b1))
                     if row[1] is not None:
                         curves[i] = row[1]
+                        group[i] = i if stems else id(env)
+                        gains_of[group[i]] = row[1]
                     else:
                         scales[i] = 1.0 if row[0] is None else row[0]
+            taps = p.taps.get(e) if p.taps else None
             own: npt.NDArray[np.float32] | None = None          # where its sound goes apart
-            if i in curves:
-                own = shaped.get(i)
+            rows: npt.NDArray[np.float32] | None = None         # … a singer's, channel-major
+            if i in curves and taps is not None and parts is None:
+                rows = buses.get(group[i])
+                if rows is None:
+                    rows = buses[group[i]] = np.zeros((2, b1 - b0), dtype=np.float32)
+                targets = []
+            elif i in curves:
+                own = shaped.get(group[i])
                 if own is None:
-                    own = shaped[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
+                    own = shaped[group[i]] = np.zeros((b1 - b0, 2), dtype=np.float32)
                     if parts is not None:
                         parts[i] = own
                 targets = [own]
@@ -83,7 +98,6 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
                     targets.insert(0, parts[i])
             pcm = p.cache.get(p.keys[e])
             g = float(p.gains[e]) * pcm.unit * scales.get(i, 1.0)
-            taps = p.taps.get(e) if p.taps else None
             if taps is None:            # a stereo waveform
                 src = pcm.samples.reshape(-1)[2 * (a - s):2 * (z - s)]
                 for y in targets:
@@ -94,9 +108,10 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
                 ta, tz = max(s + lag, b0), min(s + lag + len(mono), b1)
                 if tz <= ta:
                     continue
-                if own is None and not sung:
+                if own is None and rows is None and not sung:
                     bus[:, :b1 - b0].fill(0.0)
                     sung = True
+                dest = bus if rows is None else rows
                 part = scratch[:tz - ta]
                 for c, gc in ((0, left), (1, right)):
                     np.multiply(mono[ta - s - lag:tz - s - lag], np.float32(g * gc), out=part,
@@ -104,14 +119,17 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
                     if own is not None:
                         own[ta - b0:tz - b0, c] += part
                         continue
-                    bus[c, ta - b0:tz - b0] += part
+                    dest[c, ta - b0:tz - b0] += part
                     if parts is not None:
                         parts[i][ta - b0:tz - b0, c] += part
         active = keep
         if sung:
             mix += bus[:, :b1 - b0].T
-        for i, own in shaped.items():
-            own *= curves[i][:, None]
+        for key, singers in buses.items():
+            singers *= gains_of[key]
+            mix += singers.T
+        for key, own in shaped.items():
+            own *= gains_of[key][:, None]
             mix += own
         yield b0, mix, parts
 
