@@ -30,6 +30,7 @@ Pure functions of (``[synth]`` table, velocity, sample rate, seed, stroke); floa
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from collections.abc import Collection, Sequence
@@ -124,6 +125,12 @@ def stroke(variant: int) -> Stroke:
     positions are drawn from a fixed seed."""
     if variant < 0:
         return NOMINAL
+    return _strokes()[variant % STROKES]
+
+
+@functools.cache
+def _strokes() -> tuple[Stroke, ...]:
+    """The STROKES strokes of :func:`stroke`, made once (a render asks for one a note)."""
     rng = np.random.default_rng(0x5EED_D8)
     ranks = rng.permutation(STROKES)
     z = np.array([_normal_quantile((r + 0.5) / STROKES) for r in ranks])
@@ -131,8 +138,8 @@ def stroke(variant: int) -> Stroke:
     z -= z.max()                     # the hardest stroke is the file's sound power (a peak power)
     lo, hi = STRIKE_LIMITS
     rho = lo + (hi - lo) * (rng.permutation(STROKES) + 0.5) / STROKES
-    k = variant % STROKES
-    return Stroke(float(FORCE_SD_DB * z[k]), float(rho[k]), 1 if k < STROKES // HANDS else -1)
+    return tuple(Stroke(float(FORCE_SD_DB * z[k]), float(rho[k]), 1 if k < STROKES // HANDS else -1)
+                 for k in range(STROKES))
 
 
 def _normal_quantile(q: float) -> float:
