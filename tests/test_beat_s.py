@@ -64,16 +64,15 @@ def score_beats(path, cue_ids: tuple) -> dict:
 
 
 @pytest.fixture(scope="module")
-def default_outputs(tmp_path_factory, default_cues):
-    d = tmp_path_factory.mktemp("default")
-    assert cli.main(["compile", str(default_cues), "-o", str(d / "d.mid"), "--timeline", str(d / "d.json")]) == 0
-    assert cli.main(["score", str(default_cues), "-o", str(d / "d.musicxml")]) == 0
-    return d
+def default_outputs(default_build):
+    """The default cue sheet's MIDI, timeline and score as ``yuexuan build`` wrote them
+    (tests/conftest.py: the suite's one default build)."""
+    return default_build
 
 
 @pytest.fixture(scope="module")
 def edited_outputs(tmp_path_factory, default_outputs):
-    doc = json.loads((default_outputs / "d.json").read_text(encoding="utf-8"))
+    doc = json.loads((default_outputs / "dashe.json").read_text(encoding="utf-8"))
     cue = next(c for c in doc["cues"] if c["id"] == EDITED_CUE)
     assert cue["beat_s"] == 1.0 and EDITED_BEAT_S != cue["beat_s"]
     cue["beat_s"] = EDITED_BEAT_S
@@ -87,8 +86,8 @@ def edited_outputs(tmp_path_factory, default_outputs):
 def test_default_midi_and_score_give_every_cue_its_beat_s(default_outputs, default_timeline):
     ids = tuple(c.id for c in default_timeline.cues)
     beat = {c.id: c.beat_s for c in default_timeline.cues}
-    midi = midi_beats(default_outputs / "d.mid")
-    score = score_beats(default_outputs / "d.musicxml", ids)
+    midi = midi_beats(default_outputs / "dashe.mid")
+    score = score_beats(default_outputs / "dashe.musicxml", ids)
     assert tuple(midi) == ids and tuple(score) == ids            # every cue, in order
     for cid in ids:
         assert midi[cid] == pytest.approx(beat[cid], abs=1e-6), cid
@@ -101,8 +100,8 @@ def test_default_midi_and_score_give_every_cue_its_beat_s(default_outputs, defau
 
 def test_an_edited_beat_s_is_followed_by_midi_and_score(default_outputs, edited_outputs, default_timeline):
     ids = tuple(c.id for c in default_timeline.cues)
-    before_midi, after_midi = midi_beats(default_outputs / "d.mid"), midi_beats(edited_outputs / "e.mid")
-    before_score = score_beats(default_outputs / "d.musicxml", ids)
+    before_midi, after_midi = midi_beats(default_outputs / "dashe.mid"), midi_beats(edited_outputs / "e.mid")
+    before_score = score_beats(default_outputs / "dashe.musicxml", ids)
     after_score = score_beats(edited_outputs / "e.musicxml", ids)
     assert after_midi[EDITED_CUE] == pytest.approx(EDITED_BEAT_S, abs=1e-6)
     assert after_score[EDITED_CUE] == pytest.approx(EDITED_BEAT_S, rel=1e-3)
@@ -111,6 +110,6 @@ def test_an_edited_beat_s_is_followed_by_midi_and_score(default_outputs, edited_
         if cid != EDITED_CUE:
             assert after_midi[cid] == before_midi[cid] and after_score[cid] == before_score[cid], cid
     # a beat is a label on time, not time: every note sounds at the same second as before
-    before, after = midi_note_seconds(default_outputs / "d.mid"), midi_note_seconds(edited_outputs / "e.mid")
+    before, after = midi_note_seconds(default_outputs / "dashe.mid"), midi_note_seconds(edited_outputs / "e.mid")
     assert len(after) == len(before) == len(default_timeline.notes)
     assert all(a[1:] == b[1:] and abs(a[0] - b[0]) <= 0.002 for a, b in zip(after, before))
