@@ -166,7 +166,7 @@ SPREAD = {"test_kill_commands.py", "test_synth.py", "test_check_rules.py", "test
           "test_bad_input.py", "test_variants.py"}
 UNITS = {"test_drum_mix.py": "fluid-mixes", "test_recording.py": "fluid-mixes"}
 # the units that take longest first (measured), then the rest as collected
-FIRST = (REALTIME_UNIT, "fluid-mixes", "test_kill_commands.py", "test_beats_evidence.py",
+FIRST = (REALTIME_UNIT, "fluid-mixes", "test_kill_commands.py", "test_guide_mix.py", "test_beats_evidence.py",
          "test_render.py", "test_drum_onsets.py", "test_wheel.py", "test_calls.py", "test_score.py",
          "test_html_valid.py", "test_properties.py", "test_bells.py", "test_guide.py")
 
