@@ -196,9 +196,6 @@ def lugu(artefact_root, tmp_path_factory, seed):
     return noisy_mono(folder / "lishou.wav", seed), sheet, compile_file(sheet).cue("lishou").start
 
 
-@pytest.mark.xfail(strict=False, reason="issue 31, open: the 鲁鼓 cut is placed at the right start "
-                   "(placement.best.start_s within 0.3 ms) but recording_starts_at_s, refitted over the "
-                   "first matched strokes of drums at 23-52 ms of travel, comes out 22 ms early")
 def test_a_lugu_cut_is_placed(lugu, tmp_path, capsys, seed):
     y, sheet, c0 = lugu
     path = tmp_path / "lugu.wav"

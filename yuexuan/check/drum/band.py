@@ -67,6 +67,10 @@ ATTACK_BACK_S = 0.03            # the direct sound's rise is sought this far bef
 ATTACK_SEARCH_S = (-0.05, 0.04)  # where the attack is sought around the onset frame, s
 BLOCK_S = 20.0                  # seconds decoded at a time (memory: bench/bench_drum.py)
 MARGIN_S = 1.0                  # context either side of a block's own span, s (whole hops)
+ENV_DECIMATE = 4                # each candidate keeps its attack envelope at SR / this (4 kHz) …
+ENV_SPAN_S = (-0.08, 0.08)      # … over this span around its attack time, s (the stroke's
+                                # template fit, :mod:`yuexuan.check.drum.template`)
+ENV_LEN = int(round((ENV_SPAN_S[1] - ENV_SPAN_S[0]) * SR / ENV_DECIMATE))
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class Candidates:
     strength_t_s: npt.NDArray[np.float64]    # time of each onset-strength frame, s
     strength_curve: npt.NDArray[np.floating[Any]]  # the low-band percussive onset strength per frame
     duration_s: float = 0.0                  # the recording's length, s
+    envelope: npt.NDArray[np.float16] | None = None  # (n, ENV_LEN): the attack envelope around
+    #                                                  each attack time (ENV_SPAN_S, SR / ENV_DECIMATE)
 
 
 def _bins(hz_lo: float, hz_hi: float) -> slice:
@@ -179,7 +185,8 @@ def scan_block(y: npt.NDArray[np.float32], t0_s: float, core_s: tuple[float, flo
     if len(y) < N_FFT:                       # shorter than one window: nothing to find
         none = np.zeros(0)
         return Candidates(none, none, none, np.zeros((0, _bins(0.0, TIMBRE_MAX_HZ).stop),
-                                                     dtype=np.float32), none, none)
+                                                     dtype=np.float32), none, none,
+                          envelope=np.zeros((0, ENV_LEN), dtype=np.float16))
     perc = percussive_low(y)
     db = librosa.amplitude_to_db(perc, ref=1.0, amin=1e-5, top_db=None)
     # center=False: perc's frames are already centred (librosa.stft center=True)
@@ -194,10 +201,26 @@ def scan_block(y: npt.NDArray[np.float32], t0_s: float, core_s: tuple[float, flo
     peaks = peaks[own]
     tb = _bins(0.0, TIMBRE_MAX_HZ)
     timbre = (db[tb, peaks + TIMBRE_LAG] - db[tb, peaks - TIMBRE_LAG]).T
-    times, level = attack_times(attack_envelope(y), frame_t[peaks] - t0_s)
+    env = attack_envelope(y)
+    times, level = attack_times(env, frame_t[peaks] - t0_s)
     keep = (frame_t >= core_s[0]) & (frame_t < core_s[1])
     return Candidates(times + t0_s, strength[peaks], level, timbre.astype(np.float32),
-                      frame_t[keep], strength[keep].astype(np.float32))
+                      frame_t[keep], strength[keep].astype(np.float32),
+                      envelope=envelope_segments(env, times))
+
+
+def envelope_segments(env: npt.NDArray[np.floating[Any]], times_s: npt.NDArray[np.float64],
+                      ) -> npt.NDArray[np.float16]:
+    """The attack envelope over ``ENV_SPAN_S`` around each time (s, the block's clock), every
+    ``ENV_DECIMATE``-th sample (0 beyond the block), each divided by its peak; float16 to keep an
+    hour's candidates small."""
+    offs = np.arange(ENV_LEN) * ENV_DECIMATE + int(round(ENV_SPAN_S[0] * SR))
+    idx = np.round(np.asarray(times_s) * SR).astype(np.int64)[:, None] + offs[None, :]
+    inside = (idx >= 0) & (idx < len(env))
+    seg = np.where(inside, env[np.clip(idx, 0, max(len(env) - 1, 0))], 0.0) if len(env) else \
+        np.zeros(idx.shape)
+    top = np.maximum(seg.max(axis=1, keepdims=True), 1e-30) if seg.size else 1.0
+    return (seg / top).astype(np.float16)             # its shape: the level is kept apart
 
 
 def _with_context(blocks: Iterator[npt.NDArray[np.float32]],
@@ -238,10 +261,11 @@ def scan(path: str | Path, block_s: float = BLOCK_S,
         if progress is not None and total > 0:
             progress(min(1.0, end / total))
     cat = {f: np.concatenate([getattr(p, f) for p in parts]) for f in
-           ("time_s", "strength", "level", "timbre", "strength_t_s", "strength_curve")}
+           ("time_s", "strength", "level", "timbre", "strength_t_s", "strength_curve", "envelope")}
     keep = distinct(cat["time_s"], cat["strength"])
     return Candidates(cat["time_s"][keep], cat["strength"][keep], cat["level"][keep],
-                      cat["timbre"][keep], cat["strength_t_s"], cat["strength_curve"], end)
+                      cat["timbre"][keep], cat["strength_t_s"], cat["strength_curve"], end,
+                      cat["envelope"][keep])
 
 
 def distinct(time_s: npt.NDArray[np.float64], strength: npt.NDArray[np.floating[Any]],
