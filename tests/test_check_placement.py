@@ -208,5 +208,8 @@ def test_a_lugu_cut_is_placed(lugu, tmp_path, capsys, seed):
     assert code == 0 and not p["ambiguous"], why
     assert abs(doc["drum"]["recording_starts_at_s"] - (c0 + 30 - travel_s())) <= PLACED_WITHIN_S, why
     plan = np.array([b.time for b in compile_file(sheet).beats if b.cue == "lishou"])
-    assert doc["drum"]["matched"] == int(np.sum(plan > c0 + 30)), why      # every □ after the cut
+    # every □ after the cut; one struck at the cut itself sounds after it (the travel) and may
+    # be heard, its attack at the recording's first samples
+    assert (int(np.sum(plan > c0 + 30)) <= doc["drum"]["matched"]
+            <= int(np.sum(plan + travel_s() > c0 + 30))), why
     assert doc["drum"]["extra"] == 0, why

@@ -57,6 +57,7 @@ class Alignment:
 
 TRACK = 0.1          # × the beat gap: the window once the drift is followed (see follow)
 TRACKED_AFTER = 4    # matches from which the drift is followed
+EDGE_S = 0.1         # a stroke this near the recording's start does not set an estimated start, s
 
 
 def follow(plan: npt.NDArray[np.float64], live: npt.NDArray[np.float64], shift_s: float, window_s: float,
@@ -152,8 +153,12 @@ def align(onsets_s: npt.NDArray[np.float64], plan_s: npt.NDArray[np.float64], st
         shift, (pi, li), _ = best
     if estimated and len(pi):
         # the placement's own start: drift zero at the first matched stroke (a line refitted
-        # over the first strokes leans on drums at other distances: 22 ms off on a 鲁鼓 cut)
-        shift = float(plan[pi[0]] - live[li[0]])
+        # over the first strokes leans on drums at other distances: 22 ms off on a 鲁鼓 cut),
+        # not one in the recording's first EDGE_S (struck before it began, its attack read on
+        # the first samples: 13 ms off there)
+        whole = np.flatnonzero(live[li] >= EDGE_S)
+        k = int(whole[0]) if len(whole) else 0
+        shift = float(plan[pi[k]] - live[li[k]])
     elif not anchored and len(pi):
         k = min(len(pi), 8)
         if k >= 2 and np.ptp(live[li[:k]]) > 0:

@@ -67,7 +67,7 @@ ATTACK_BACK_S = 0.03            # the direct sound's rise is sought this far bef
 ATTACK_SEARCH_S = (-0.05, 0.04)  # where the attack is sought around the onset frame, s
 BLOCK_S = 20.0                  # seconds decoded at a time (memory: bench/bench_drum.py)
 MARGIN_S = 1.0                  # context either side of a block's own span, s (whole hops)
-ENV_DECIMATE = 4                # each candidate keeps its attack envelope at SR / this (4 kHz) …
+ENV_DECIMATE = 16               # each candidate keeps its attack envelope at SR / this (1 kHz) …
 ENV_SPAN_S = (-0.08, 0.08)      # … over this span around its attack time, s (the stroke's
                                 # template fit, :mod:`yuexuan.check.drum.template`)
 ENV_LEN = int(round((ENV_SPAN_S[1] - ENV_SPAN_S[0]) * SR / ENV_DECIMATE))

@@ -20,7 +20,7 @@ The finder (:func:`yuexuan.check.drum.finder.strokes`) keeps a stroke's own read
 agrees with its fit within ``finder.AGREE_S`` (the own reading is the sharper, at 16 kHz; the
 fits are put on its clock by the seeds that agree), and takes the fit where it does not.
 Measured on 24 members of the family (seeds 100–123, not drawn by the tests): the 95th
-percentile of |error| within 5 ms on 11 members, on 6 without the template.
+percentile of |error| within 5 ms on 10 members, on 6 without the template.
 """
 
 from __future__ import annotations
