@@ -79,14 +79,22 @@ def report(rows) -> str:
                      f"{json.dumps(p, ensure_ascii=False)}" for p, r in rows)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 31, open: the drum finder misses the target on most of "
-                   "the family: bench_drum.py --family 8 on 2026-12-03, 6 of 24 fresh members meet "
-                   "it (FluidR3 0/8, Hydrogen 2/8, render 4/8), 10 refused, 215 of 374 strokes "
-                   "found (docs/check.md)")
+#: issue 31 is open: the target is not met on most of the family. Until it is, a miss is reported
+#: as an expected failure (pytest.xfail, with each missing member's seed: ``-rx`` shows them);
+#: the drawing, placing and reading of every member must still run (a fixture or finder error
+#: fails the test). Set False when the target is met.
+TARGET_OPEN = ("issue 31, open: the drum finder misses the target on most of the family: "
+               "bench_drum.py --family 8 on 2026-12-03, 6 of 24 fresh members meet it (FluidR3 0/8, "
+               "Hydrogen 2/8, render 4/8), 10 refused, 215 of 374 strokes found (docs/check.md)")
+
+
 def test_every_member_of_a_fresh_family_meets_the_target(judged):
-    """Issue 31's target on every member; a failure lists each missing member and its seed."""
+    """Issue 31's target on every member; a miss lists each missing member and its seed."""
     assert sorted({p["source"] for p, _ in judged}) == sorted(fam.SOURCES)
     bad = [(p, r) for p, r in judged if "error" in r or not fam.meets(r)]
-    assert not bad, (f"{len(bad)} of {len(judged)} members miss the target (every stroke found, "
-                     f"no extra, |median| ≤ 2 ms, p95 ≤ 5 ms); replay with YX_FAMILY_SEEDS="
-                     f"{','.join(str(p['seed']) for p, _ in bad)}\n{report(bad)}")
+    why = (f"{len(bad)} of {len(judged)} members miss the target (every stroke found, no extra, "
+           f"|median| ≤ 2 ms, p95 ≤ 5 ms); replay with YX_FAMILY_SEEDS="
+           f"{','.join(str(p['seed']) for p, _ in bad)}\n{report(bad)}")
+    if bad and TARGET_OPEN:
+        pytest.xfail(f"{TARGET_OPEN}\n{why}")
+    assert not bad, why
