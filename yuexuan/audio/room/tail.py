@@ -31,6 +31,7 @@ RISE_S = 0.010                 # the tail fades in over this after it starts (ra
 CUTOFF_HZ = 5000.0             # the tail's band edge
 TAIL_RATE_HZ = 12000           # the rate the tail is computed at (at least)
 FLOOR_DB = -36.0               # the tail is cut where its envelope has fallen this far
+MID_BAND_HZ = (500.0, 2000.0)  # the tail's level is set here (ISO 3382-1: the 500 Hz, 1 kHz octaves)
 FIR_TAPS_PER_STEP = 4          # low-pass FIR length / decimation factor (17 taps at 48 kHz)
 
 
@@ -61,8 +62,9 @@ def length_samples(tail: Tail) -> int:
 
 def diffuse_tail(sample_rate: int, t60_s: float, start_s: float, energy: float, seed: int) -> Tail:
     """The tail: silent before ``start_s``, fading in over RISE_S, then decaying by 60 dB per
-    ``t60_s`` until FLOOR_DB; scaled so that a click of one sample of 1 gets a tail of total
-    energy (sum of squares over both channels' mean) ``energy``."""
+    ``t60_s`` until FLOOR_DB; scaled so that a sound within its band (under CUTOFF_HZ) gets a tail
+    of ``energy`` times its own energy, both ears together (the direct sound's ``energy`` is its
+    two panned channels' sum of squares)."""
     r = factor(sample_rate)
     rate = sample_rate / r
     n = int(math.ceil((start_s + t60_s * FLOOR_DB / -60.0) * rate))
@@ -81,9 +83,19 @@ def diffuse_tail(sample_rate: int, t60_s: float, start_s: float, energy: float, 
         sign = np.where(rng.random(len(at)) < 0.5, -1.0, 1.0)
         out[at, ch] = sign * env
     unit = Tail(r, out)
-    click = apply(unit, np.ones(1, dtype=np.float32), sample_rate, 1 + length_samples(unit))
-    measured = float(np.mean(np.sum(click.astype(np.float64) ** 2, axis=0)))
-    return Tail(r, (out * np.float32(math.sqrt(energy / measured))) if measured > 0 else out)
+    # Scaled where the ear weighs it, 500–2000 Hz (ISO 3382-1's mid-frequency octaves): a click's
+    # tail against the click, both through the same band-pass. Scaled on the whole click, the
+    # tail came out 10·log10(rate / 2·CUTOFF_HZ) = 6.8 dB louder than ``energy`` for sound under
+    # CUTOFF_HZ, since the click's energy above it, which the tail has not, counted.
+    n = 1 + length_samples(unit)
+    click = np.zeros(n)
+    click[0] = 1.0
+    sos = dsp.butter_bandpass_sos(4, MID_BAND_HZ[0], MID_BAND_HZ[1], sample_rate)
+    wet = apply(unit, click[:1].astype(np.float32), sample_rate, n).astype(np.float64)
+    measured = float(np.sum(dsp.sosfilt(sos, wet, axis=0) ** 2))
+    dry = float(np.sum(dsp.sosfilt(sos, click) ** 2))
+    scale = math.sqrt(energy * dry / measured) if measured > 0 else 1.0
+    return Tail(r, out * np.float32(scale))
 
 
 def apply(tail: Tail, mono: npt.NDArray[np.float32], sample_rate: int, n: int) -> npt.NDArray[np.float32]:
