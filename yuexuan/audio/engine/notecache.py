@@ -142,7 +142,8 @@ class NoteCache:
 
     def prefetch(self, keys: Iterable[Hashable], workers_count: int = 2,
                  tick: Callable[[], None] | None = None,
-                 group: Callable[[Any], Hashable] | None = None) -> None:
+                 group: Callable[[Any], Hashable] | None = None,
+                 meanwhile: Callable[[], None] | None = None) -> None:
         """Build the missing waveforms of ``keys`` (in that order) in ``workers_count`` forked
         processes (here, where the platform cannot fork), while they fit in the byte limit. The
         result is the same as building them on demand.
@@ -152,7 +153,8 @@ class NoteCache:
         put their waveforms' arrays in an :class:`~yuexuan.audio.engine.arena.Arena` of the
         cache's free bytes, not through the pipe; those stay for the cache's life. Keys with equal
         ``group(key)`` are built in one task (one process: what they share is made once).
-        ``tick()`` is called here while they work; what it raises ends them and goes on."""
+        ``tick()`` is called here while they work; what it raises ends them and goes on.
+        ``meanwhile()`` runs here while they work (:func:`workers.share`)."""
         todo = [k for k in dict.fromkeys(keys) if k not in self._data]
         groups: dict[Hashable, list[Hashable]] = {}
         for k in todo:
@@ -173,7 +175,8 @@ class NoteCache:
             return [shared.pack(self._make(k), where) for k in tasks[i]]
 
         built = workers.share(build, len(tasks), children=workers_count if forking else 0,
-                              here=False, tick=tick or (lambda: None))
+                              here=False, tick=tick or (lambda: None),
+                              meanwhile=meanwhile or (lambda: None))
         for ks, arrs in zip(tasks, built):
             for key, (arr, pinned) in zip(ks, arrs):
                 if where is not None and pinned:

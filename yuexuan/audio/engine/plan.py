@@ -187,12 +187,14 @@ class Plan:
 
 
 def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listener],
-         room: venue.Room | None = None, data: DataSource = DataSource()) -> Plan:
+         room: venue.Room | None = None, data: DataSource = DataSource(), shaped: bool = True) -> Plan:
     """Place every note of ``timeline`` (sample 0 = its time 0), heard from
     ``listener_table[options.listener]`` in ``room`` (default: the venue of the timeline's variant
     ``houdao``, O24, in the courtyard of ``data``), the voices reading their words by ``data``'s
     readings table; waveforms are rendered lazily by the plan's cache.
-    ``options.cues`` is applied before, by :func:`yuexuan.audio.engine.render.render`."""
+    ``options.cues`` is applied before, by :func:`yuexuan.audio.engine.render.render`.
+    ``shaped=False`` leaves ``options.envelopes`` to :func:`shape` (the mixer needs them, the
+    synthesis does not)."""
     sr = int(options.sample_rate)
     if not 8000 <= sr <= 192000:
         raise UserError(f"sample rate {sr} Hz is out of range (8000..192000)", key="--sample-rate")
@@ -296,6 +298,13 @@ def plan(timeline: Timeline, options: Options, listener_table: dict[str, Listene
                   [keys[i] for i in order], np.asarray(inst_idx, dtype=np.int64)[order], names,
                   total,
                   notecache.NoteCache(make, schedule=schedule), taps)
-    if options.envelopes is not None:
-        placed.envelopes = by_instrument(options.envelopes(timeline, placed), names, sr)
+    if shaped:
+        shape(placed, timeline, options)
     return placed
+
+
+def shape(placed: Plan, timeline: Timeline, options: Options) -> None:
+    """Give ``placed`` (of ``timeline``) the gain envelopes of ``options.envelopes``, if any."""
+    if options.envelopes is not None:
+        placed.envelopes = by_instrument(options.envelopes(timeline, placed), placed.names,
+                                         placed.sample_rate)

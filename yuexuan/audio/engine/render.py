@@ -35,7 +35,7 @@ from yuexuan import atomic, interrupts
 from yuexuan.audio import dsp
 from yuexuan.audio.engine import output, passes, workers
 from yuexuan.audio.engine.output import output_format
-from yuexuan.audio.engine.plan import Options, Plan, plan
+from yuexuan.audio.engine.plan import Options, Plan, plan, shape
 from yuexuan.audio.engine.spool import Spool
 from yuexuan.audio.loudness import bs1770, gainfit
 from yuexuan.audio.loudness.dc_free import DcFreeLimiting
@@ -96,14 +96,16 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
             progress: Callable[[float, str], None] | None, listener_table: dict[str, Listener],
             data: DataSource, checkpoint: Callable[[], None]) -> Report:
     fmt, subtype = output_format(out_path)
-    p = plan(timeline, options, listener_table, data=data)
+    p = plan(timeline, options, listener_table, data=data, shaped=False)
     sr = p.sample_rate
     hop = bs1770.hop_samples(sr)
     block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     dsp.sos_kernel()       # SciPy's filter kernel, loaded once here: the workers forked next share it
-    p.cache.prefetch(p.keys, tick=checkpoint, group=p.group)
+    # the gain envelopes (a guide mix's: 0.4 s) are made here while the workers synthesise
+    p.cache.prefetch(p.keys, tick=checkpoint, group=p.group,
+                     meanwhile=lambda: shape(p, timeline, options))
     # pass 1 (mix and measure) in stretches of blocks, shared with a forked child; pass 2 too where
     # the output is a WAV file (which both can write at known offsets) and no stems are made; else
     # it runs here (one FLAC encoder, the stems' files). Pass 1's mix goes to a spool where the

@@ -145,16 +145,19 @@ class _Child:
 
 
 def share(run: Callable[[int, bool], T], count: int, *, children: int = 1, here: bool = True,
-          tick: Callable[[], None] = _nothing) -> list[T]:
+          tick: Callable[[], None] = _nothing, meanwhile: Callable[[], None] = _nothing) -> list[T]:
     """``[run(0, …), …, run(count − 1, …)]``, the tasks shared by ``children`` forked workers and,
     with ``here``, this process (each taking the next task not yet taken). ``run(i, here)`` is told
     whether it runs in this process (a child must not report progress or act on signals).
+    ``meanwhile()`` runs in this process once the children are forked (first, without them): work
+    of its own that the tasks do not need.
 
     Without forking (a platform that cannot, no children, fewer than two tasks) every task runs
     here, in order. ``tick()`` is called in this process between its own tasks, or every
     :data:`TICK_S` while it waits; whatever it raises (a signal acted on) ends the children at
     once and goes on. An exception a task raised in a child is raised here."""
     if count < 2 or children < 1 or not available():
+        meanwhile()
         out = []
         for i in range(count):
             tick()
@@ -169,6 +172,7 @@ def share(run: Callable[[int, bool], T], count: int, *, children: int = 1, here:
     try:
         for _ in range(children):
             workers.append(_Child(run, r, [c.fd for c in workers]))
+        meanwhile()
         mine: dict[int, T] = {}
         if here:
             while (k := _take(r)) is not None:
