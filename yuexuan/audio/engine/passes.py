@@ -1,16 +1,17 @@
-"""The renderer's two passes over a stretch of blocks (:mod:`yuexuan.audio.engine.render` runs them, the
-stretches in forked processes where it can).
+"""The renderer's two passes over a stretch of blocks (:mod:`yuexuan.audio.engine.render` runs them,
+the stretches in forked processes where it can).
 
 A stretch that does not start at block 0 first mixes the block before it (the "pre-roll"), not
 counted: the K-filters and the true-peak meter settle on it, and the limiter takes its look-back
-from it. The file written is the same, byte for byte, as one stretch's; the loudness measured may
-differ in its last bits (1e-7 LU seen: the K-filters' float32 state after the pre-roll), and the
-re-measured loudness of a limited block right after a limited pre-roll block starts from pass 1's
-filter state.
+from it; pass 2 also the blocks whose limiting gives back a pulse (dc_free) reaching into it. The
+file written is the same, byte for byte, as one stretch's; the loudness measured may differ in its
+last bits (1e-7 LU seen: the K-filters' float32 state after the pre-roll), and the re-measured
+loudness of a limited block right after a limited pre-roll block starts from pass 1's filter state.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from yuexuan.audio.engine.mix import blocks, limiter_gain
 from yuexuan.audio.engine.plan import Plan
 from yuexuan.audio.engine.spool import Spool
 from yuexuan.audio.loudness import bs1770, gainfit
-from yuexuan.audio.loudness.dc_free import DcFreeLimiting
+from yuexuan.audio.loudness.dc_free import PULSE_S, DcFreeLimiting
 
 LIMITER_WINDOW_S = 0.004       # gain falls over 2 windows before a peak and recovers after
 
@@ -127,7 +128,9 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
     dc_free = DcFreeLimiting(sr)       # the limiter takes away no DC (yuexuan/audio/loudness/dc_free.py)
     carry = None                       # K-filter state of the limited output, while it differs
     silence = np.zeros((0, 2), np.float32)
-    first = max(0, k0 - 1)
+    # the pre-roll: the block before, and as many more as the limiter's restoring pulse lasts
+    # (a pulse begun before the stretch reaches into it as in one process)
+    first = max(0, k0 - 1 - math.ceil(PULSE_S * sr / block))
     stop = min(nblocks, k1 + 1)
     mixed = spool.blocks(block, first, stop) if spool is not None and not stems \
         else blocks(p, block, stems=stems, first=first, stop=stop)
