@@ -54,24 +54,32 @@ class Envelope:
         self.at = np.asarray(env.times_s, dtype=np.float64) * sample_rate
         self.gains = np.asarray(env.gains, dtype=np.float64)
 
-    def constant(self, b0: int, b1: int) -> float | None:
-        """The gain of samples ``b0`` to ``b1`` (exclusive) where it is one value throughout (no
-        breakpoint of another value bears on them), else None: the mixer then scales the notes'
-        gains instead of summing the instrument apart (a produced mix levels most instruments by a
-        gain that holds for a whole cue)."""
+    def _bearing(self, b0: int, b1: int) -> tuple[int, int]:
+        """The breakpoints that bear on samples ``b0`` to ``b1`` (exclusive), as a slice: the last
+        at or before ``b0`` to the first at or after ``b1``."""
         i = max(0, int(np.searchsorted(self.at, b0, side="right")) - 1)
         j = min(len(self.at), int(np.searchsorted(self.at, b1 - 1, side="left")) + 1)
+        return i, j
+
+    def gain(self, b0: int, b1: int) -> float | npt.NDArray[np.float32]:
+        """The gain of samples ``b0`` to ``b1`` (exclusive): one value where it holds throughout
+        (the mixer then scales the notes' gains instead of summing the instrument apart: a produced
+        mix levels most instruments by a gain that holds for a whole cue), else each sample's."""
+        i, j = self._bearing(b0, b1)
         seg = self.gains[i:j]
-        return float(seg[0]) if len(seg) and bool(np.all(seg == seg[0])) else None
+        if bool(np.all(seg == seg[0])):
+            return float(seg[0])
+        return self._curve(b0, b1, i, j)
 
     def block(self, b0: int, b1: int) -> npt.NDArray[np.float32] | None:
         """The gain of samples ``b0`` to ``b1`` (exclusive), float32; None if all are 1."""
-        # the breakpoints that bear on [b0, b1): the last at or before b0 to the first at or after b1
-        i = max(0, int(np.searchsorted(self.at, b0, side="right")) - 1)
-        j = min(len(self.at), int(np.searchsorted(self.at, b1 - 1, side="left")) + 1)
+        i, j = self._bearing(b0, b1)
         if np.all(self.gains[i:j] == 1.0):
             return None
-        # only those breakpoints: np.interp searches the table for every sample
+        return self._curve(b0, b1, i, j)
+
+    def _curve(self, b0: int, b1: int, i: int, j: int) -> npt.NDArray[np.float32]:
+        # over the breakpoints i to j only: np.interp searches the table for every sample
         return np.interp(np.arange(b0, b1, dtype=np.float64), self.at[i:j + 1],
                          self.gains[i:j + 1]).astype(np.float32)
 

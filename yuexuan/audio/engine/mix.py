@@ -41,11 +41,10 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
         # each enveloped instrument's gain over the block, found once an envelope and only for the
         # instruments that sound here: one value (scaling its notes' gains) or a curve (its
         # sound summed apart, then multiplied by it)
-        curves: dict[int, npt.NDArray[np.float32]] = {}
         scales: dict[int, float] = {}
-        by_row: dict[int, tuple[float | None, npt.NDArray[np.float32] | None]] = {}
-        # what an enveloped instrument's sound is summed into, before its gain: its own buffer
-        # (with stems: its stem) or its envelope's, keyed by the instrument or id(envelope)
+        by_row: dict[int, float | npt.NDArray[np.float32]] = {}
+        # an instrument with a curve: what its sound is summed into, before its gain: its own
+        # buffer (with stems: its stem) or its envelope's, keyed by the instrument or id(envelope)
         group: dict[int, int] = {}
         shaped: dict[int, npt.NDArray[np.float32]] = {}
         buses: dict[int, npt.NDArray[np.float32]] = {}    # a group's singers, channel-major
@@ -60,30 +59,28 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
                 keep.append(e)
             a, z = max(s, b0), min(t, b1)
             i = int(p.inst[e])
-            if i not in scales and i not in curves:
+            if i not in scales and i not in group:
                 env = p.envelopes.get(i)
                 if env is None:
                     scales[i] = 1.0
                 else:
                     row = by_row.get(id(env))
                     if row is None:
-                        value = env.constant(b0, b1)
-                        row = by_row[id(env)] = (value, None if value is not None else env.block(b0, b1))
-                    if row[1] is not None:
-                        curves[i] = row[1]
-                        group[i] = i if stems else id(env)
-                        gains_of[group[i]] = row[1]
+                        row = by_row[id(env)] = env.gain(b0, b1)
+                    if isinstance(row, float):
+                        scales[i] = row
                     else:
-                        scales[i] = 1.0 if row[0] is None else row[0]
+                        group[i] = i if stems else id(env)
+                        gains_of[group[i]] = row
             taps = p.taps.get(e) if p.taps else None
             own: npt.NDArray[np.float32] | None = None          # where its sound goes apart
             rows: npt.NDArray[np.float32] | None = None         # … a singer's, channel-major
-            if i in curves and taps is not None and parts is None:
+            if i in group and taps is not None and parts is None:
                 rows = buses.get(group[i])
                 if rows is None:
                     rows = buses[group[i]] = np.zeros((2, b1 - b0), dtype=np.float32)
                 targets = []
-            elif i in curves:
+            elif i in group:
                 own = shaped.get(group[i])
                 if own is None:
                     own = shaped[group[i]] = np.zeros((b1 - b0, 2), dtype=np.float32)
