@@ -204,6 +204,22 @@ def log_mark(env: dict) -> int:
         return 0
 
 
+def _log_lines(env: dict, since: int) -> list[str]:
+    try:
+        with open(env["YUEXUAN_TEST_JACK_LOG"], "rb") as f:
+            f.seek(since)
+            return f.read().decode(errors="replace").splitlines()
+    except (KeyError, OSError):
+        return []
+
+
+def worst_late_s(env: dict, since: int = 0) -> float:
+    """The latest cycle the server's log reported since ``since`` (s; 0 with no xrun): how much
+    later than its due time a message may have been stamped by the recorder for the server's sake."""
+    late = [int(m.group(1)) for m in map(_XRUN.search, _log_lines(env, since)) if m]
+    return max(late, default=0) / 1e6
+
+
 def diagnosis(env: dict, since: int = 0) -> str:
     """The server's mode and what its log reported since ``since``: a line for a failure message.
 
@@ -211,12 +227,7 @@ def diagnosis(env: dict, since: int = 0) -> str:
     N usec``), each client that had not finished its cycle when the next began (asynchronous
     mode only) and each cycle a synchronous server gave up waiting for (``SuspendRefNum``).
     """
-    try:
-        with open(env["YUEXUAN_TEST_JACK_LOG"], "rb") as f:
-            f.seek(since)
-            lines = f.read().decode(errors="replace").splitlines()
-    except (KeyError, OSError):
-        lines = []
+    lines = _log_lines(env, since)
     late = [int(m.group(1)) for m in map(_XRUN.search, lines) if m]
     period_us = PERIOD_FRAMES / RATE_HZ * 1e6
     unfinished = sum("was not finished" in line for line in lines)

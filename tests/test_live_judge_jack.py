@@ -22,7 +22,7 @@ from pathlib import Path
 import mido
 import pytest
 from cli_support import default_sigint
-from jack_support import Recorder, diagnosis, log_mark
+from jack_support import Recorder, diagnosis, log_mark, worst_late_s
 from osc_support import OscInbox, bound_sender, fill, free_udp_port, tiny_tmpfs
 from pythonosc.udp_client import SimpleUDPClient
 
@@ -78,6 +78,7 @@ BAD = [("/yuexuan/shoot", ["上耦上射"]),                          # wrong ad
 
 def test_osc_shots_judged_heard_logged(jack_sync, lishou, ceremony, tmp_path):
     env, diag = jack_sync
+    mark = log_mark(env)
     shift = next(c.start for c in ceremony.cues if c.id == "lishou")   # selection → ceremony
     strokes = [b for b in lishou.beats if b.shoot and b.pair == "上耦" and b.time >= FROM_S + 1]
     inbox, osc_port = OscInbox(), free_udp_port()
@@ -152,9 +153,13 @@ def test_osc_shots_judged_heard_logged(jack_sync, lishou, ceremony, tmp_path):
     lag_ms = [round(1000 * (g - t), 2) for t, g in zip(hits, gongs)]
     print(f"shot sent → 获 call's 宫 on the recorder: {lag_ms} ms; the player's own "
           f"arrival → first call message sent: {summary['call_lag_ms']} ms; {diag()}")
+    # the call's two notes keep their interval to 10 ms, plus what a late server cycle (an xrun
+    # the server logged during the test, up to 16 ms seen on a loaded 2-core CI machine) adds
+    # to one message's stamp
+    slack_s = 0.01 + worst_late_s(env, mark)
     for t_shot, t_gong, t_shang in zip(hits, gongs, shangs):
         assert 0 <= t_gong - t_shot < 1.0
-        assert t_shang - t_gong == pytest.approx(shang.time - gong.time, abs=0.01)
+        assert t_shang - t_gong == pytest.approx(shang.time - gong.time, abs=slack_s), diag()
     # no compiled 获 call of the round: every call heard is one of the live hits' (counted above);
     # the compiled ones would have fallen 1.5 s after each planned stroke in the window
     compiled = [anchor + n.time for n in huo if FROM_S <= n.time < UNTIL_S and n.velocity == gong.velocity]
