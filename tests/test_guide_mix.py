@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyloudnorm
@@ -34,20 +36,63 @@ HOP = 4800                       # 100 ms at 48 kHz
 ACTIVE_DB = 20.0                 # a call's window is active within this of its loudest
 
 
-def _stems(folder):
-    return {p.stem: sf.read(p, dtype="float32")[0] for p in sorted((folder / "stems").glob("*.wav"))}
+@dataclass
+class GuideStems:
+    """A render's stems, read once: their sum, the instruments' sum, the 歌, and each call as the
+    stretch from its first to its last sounding sample (``calls``: {stem: (first sample, samples)})."""
+    folder: Path
+    total: np.ndarray
+    instruments: np.ndarray
+    song: np.ndarray
+    calls: dict
+    instrument_names: tuple
+
+    def call(self, name: str) -> np.ndarray:
+        """The call's whole stem."""
+        at, seg = self.calls[name]
+        out = np.zeros_like(self.total)
+        out[at:at + len(seg)] = seg
+        return out
+
+
+def _read_stems(folder: Path) -> GuideStems:
+    total = instruments = song = None
+    calls, names = {}, []
+    for p in sorted((folder / "stems").glob("*.wav")):
+        x = sf.read(p, dtype="float32")[0]
+        if total is None:
+            total, instruments = np.zeros_like(x), np.zeros_like(x)
+        total += x
+        if p.stem == "歌":
+            song = x
+        elif p.stem.startswith(CALLERS):
+            on = np.flatnonzero(np.abs(x).max(axis=1) > 0)
+            calls[p.stem] = (int(on[0]), x[on[0]:on[-1] + 1].copy())
+        else:
+            instruments += x
+            names.append(p.stem)
+    assert song is not None and calls, sorted((folder / "stems").glob("*.wav"))
+    return GuideStems(folder, total, instruments, song, calls, tuple(names))
+
+
+def _band(x: np.ndarray, sos) -> np.ndarray:
+    """``x`` (samples, channels) through ``sos``, as float64 rows (channels, samples)."""
+    rows = np.array(x.T, dtype=np.float64)          # (channels, samples): each channel contiguous
+    # a 2 kHz guard of 1e-15 (in the band: the band-pass's zero at Nyquist would stop one
+    # there) keeps the filter's state out of denormal numbers as a stem falls silent (scipy's
+    # sosfilt ran up to 100× slower there: 7-12 s a stem); its energy, 5e-31, lies 300 dB
+    # under any level read here
+    rows += _guard(rows.shape[1])
+    return signal.sosfilt(sos, rows, axis=-1)
 
 
 def _hops(x: np.ndarray, sos=None) -> np.ndarray:
     """Mean square of each 100 ms hop, summed over channels, through ``sos`` if given."""
-    rows = np.array(x.T, dtype=np.float64)          # (channels, samples): each channel contiguous
-    if sos is not None:
-        # a 2 kHz guard of 1e-15 (in the band: the band-pass's zero at Nyquist would stop one
-        # there) keeps the filter's state out of denormal numbers as a stem falls silent (scipy's
-        # sosfilt ran up to 100× slower there: 7-12 s a stem); its energy, 5e-31, lies 300 dB
-        # under any level read here
-        rows += _guard(rows.shape[1])
-        rows = signal.sosfilt(sos, rows, axis=-1)
+    rows = _band(x, sos) if sos is not None else np.array(x.T, dtype=np.float64)
+    return _row_hops(rows)
+
+
+def _row_hops(rows: np.ndarray) -> np.ndarray:
     n = rows.shape[1] // HOP * HOP
     r = rows[:, :n].reshape(len(rows), -1, HOP)
     return np.einsum("cij,cij->i", r, r) / HOP
@@ -63,19 +108,40 @@ def _db(e):
         return 10 * np.log10(e)
 
 
+BAND_SOS = signal.butter(4, [1000, 4000], "bandpass", fs=48000, output="sos")
+RING_S = 0.5                     # the band-pass rings out within this of a call's last sample
+
+
 @pytest.fixture(scope="module")
-def guide(guide_render):
-    stems = _stems(guide_render)
-    band = signal.butter(4, [1000, 4000], "bandpass", fs=48000, output="sos")
-    return guide_render, stems, {k: _hops(v, band) for k, v in stems.items()}
+def guide(guide_render) -> GuideStems:
+    return _read_stems(guide_render)
+
+
+@pytest.fixture(scope="module")
+def call_band_hops(guide) -> dict:
+    """{call group: (its own, the rest of the mix's) 1–4 kHz hop energies}: each group's stems
+    and the sum of all the other stems (the whole sum less the group's, filtered: the filter is
+    linear), through the band-pass."""
+    whole = _band(guide.total, BAND_SOS)
+    out = {}
+    for group in _call_groups(guide.calls):
+        own = np.zeros_like(whole)
+        for k in group:                              # each call's stretch and its ring
+            at, seg = guide.calls[k]
+            end = min(whole.shape[1], at + len(seg) + int(RING_S * 48000))
+            padded = np.zeros((end - at, seg.shape[1]), dtype=np.float32)
+            padded[:len(seg)] = seg
+            own[:, at:end] += _band(padded, BAND_SOS)
+        out[tuple(group)] = (_row_hops(own), _row_hops(whole - own))
+    return out
 
 
 @pytest.fixture(scope="module")
 def loudness_hops(guide) -> dict:
-    """{stem: its K-weighted 100 ms hop energies} (the project's meter, checked against pyloudnorm
-    and ffmpeg below)."""
+    """{"歌", "instruments": K-weighted 100 ms hop energies} (the project's meter, checked against
+    pyloudnorm and ffmpeg below)."""
     k = {}
-    for name, x in guide[1].items():
+    for name, x in (("歌", guide.song), ("instruments", guide.instruments)):
         m = bs1770.LoudnessMeter(48000)
         m.feed(x)
         k[name] = m.hops
@@ -94,14 +160,12 @@ def _call_groups(stems) -> list[list[str]]:
     return list(groups.values())
 
 
-def test_every_call_over_music_stands_10_db_over_the_rest_in_the_speech_band(guide):
-    _, stems, band = guide
-    total = sum(band.values())
-    groups = _call_groups(stems)
-    assert sum(len(g) for g in groups) == 7 and ["负侯者·参", "负侯者·大侯", "负侯者·干"] in groups
-    for group in groups:
-        own = ebu.windowed_mean(sum(band[k] for k in group), 0.4)
-        rest = ebu.windowed_mean(total - sum(band[k] for k in group), 0.4)
+def test_every_call_over_music_stands_10_db_over_the_rest_in_the_speech_band(call_band_hops):
+    groups = list(call_band_hops)
+    assert sum(len(g) for g in groups) == 7 and ("负侯者·参", "负侯者·大侯", "负侯者·干") in groups
+    for group, (own_hops, rest_hops) in call_band_hops.items():
+        own = ebu.windowed_mean(own_hops, 0.4)
+        rest = ebu.windowed_mean(rest_hops, 0.4)
         o, r = _db(own), _db(rest)
         active = o > o.max() - ACTIVE_DB
         share = float(np.mean(o[active] - r[active] >= 10.0))
@@ -117,18 +181,18 @@ def test_every_call_over_music_stands_10_db_over_the_rest_in_the_speech_band(gui
 def test_the_duck_is_at_most_12_db_and_still_through_a_call(guide, lishou_render):
     """The guide's instruments over the seat's, hop by hop: one gain apart but for the mix's
     envelope; within each call it moves ≤ 2 dB, and it lies ≤ 12 dB under the cue's gain."""
-    _folder, stems, _ = guide
-    seat = _stems(lishou_render())
-    players = [k for k in seat if not k.startswith(CALLERS) and k != "歌"]
-    g_music = sum(stems[k] for k in players)
-    s_music = sum(seat[k] for k in players)
+    seat = _read_stems(lishou_render())
+    s_music = seat.instruments
+    g_music = guide.instruments.copy()       # the instruments of 貍首 (not 鹿鸣's 瑟)
+    for k in set(guide.instrument_names) - set(seat.instrument_names):
+        g_music -= sf.read(guide.folder / "stems" / f"{k}.wav", dtype="float32")[0]
     # the guide file holds 鹿鸣 first: align on the first sample the instruments sound
     lag = int(np.flatnonzero(np.abs(g_music).sum(axis=1) > 0)[0]) - \
         int(np.flatnonzero(np.abs(s_music).sum(axis=1) > 0)[0])
     g_music = g_music[lag:lag + len(s_music)]
     ratio = _db(_hops(g_music)) - _db(_hops(s_music[:len(g_music)]))
     sounding = _db(_hops(s_music[:len(g_music)])) > -70
-    calls = sum(_hops(stems[k][lag:lag + len(s_music)]) for k in stems if k.startswith(CALLERS))
+    calls = sum(_hops(guide.call(k)[lag:lag + len(s_music)]) for k in guide.calls)
     c = _db(calls)
     speaking = c > c.max() - 30
     cue_gain = np.median(ratio[sounding & ~speaking])
@@ -152,9 +216,7 @@ def test_the_sung_words_carry(loudness_hops, cue):
     time (the timeline's notes of the 歌, heard at the seat within 0.1 s)."""
     tl = select(compile_file(DEFAULT_CUES), ["luming", "lishou"], compact=True)
     start = tl.cue(cue).start
-    k = loudness_hops
-    inst = sum(v for n, v in k.items() if n != "歌" and not n.startswith(CALLERS))
-    song, rest = ebu.short_term(k["歌"]), ebu.short_term(inst)
+    song, rest = ebu.short_term(loudness_hops["歌"]), ebu.short_term(loudness_hops["instruments"])
     notes = [n for n in tl.notes if n.instrument == "歌" and n.cue == cue]
     assert notes and notes[0].time >= start
     sung = np.zeros(len(song), dtype=bool)        # the 3 s windows wholly within the singing
@@ -166,12 +228,11 @@ def test_the_sung_words_carry(loudness_hops, cue):
 
 
 def test_guide_stems_add_up_to_the_mix(guide):
-    folder, stems, _ = guide
-    mix, _ = sf.read(folder / "guide.wav", dtype="float32")
-    total = sum(stems.values())
-    assert total.shape == mix.shape
-    assert np.abs(total - mix).max() <= (len(stems) + 1) * 0.5 / 32767 + 1e-6
-    assert "the guide mix" in (folder / "stdout.txt").read_text(encoding="utf-8")
+    mix, _ = sf.read(guide.folder / "guide.wav", dtype="float32")
+    n_stems = len(list((guide.folder / "stems").glob("*.wav")))
+    assert guide.total.shape == mix.shape and n_stems == 20
+    assert np.abs(guide.total - mix).max() <= (n_stems + 1) * 0.5 / 32767 + 1e-6
+    assert "the guide mix" in (guide.folder / "stdout.txt").read_text(encoding="utf-8")
 
 
 def _ffmpeg_ebur128(path):
@@ -186,7 +247,7 @@ def _ffmpeg_ebur128(path):
 
 
 def test_the_meters_read_as_pyloudnorm_and_ffmpeg(guide):
-    folder, _, _ = guide
+    folder = guide.folder
     x, sr = sf.read(folder / "guide.wav", dtype="float32")
     m = bs1770.LoudnessMeter(sr)
     m.feed(x)
