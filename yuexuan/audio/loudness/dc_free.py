@@ -38,22 +38,36 @@ class DcFreeLimiting:
     def apply(self, x: npt.NDArray[np.float32],
               g: npt.NDArray[np.floating] | None) -> npt.NDArray[np.float32]:
         """``x`` (n, channels) float32 with the gain ``g`` (n,) applied (None: 1 throughout): a new
-        array, or ``x`` itself when nothing is to be done."""
-        if g is None and not len(self._pending):
+        array, or ``x`` itself when nothing is to be done. Computed in float64 where the gain is
+        not 1 or a pulse is added, elsewhere ``x``'s own samples (the same values)."""
+        changed = np.flatnonzero(np.asarray(g) != 1.0) if g is not None else ()
+        if not len(changed) and not len(self._pending):
             return x
         n = len(x)
-        y = x.astype(np.float64)
-        if g is not None:
-            gain = np.asarray(g, dtype=np.float64)[:, None]
-            area = (y * (1.0 - gain)).sum(axis=0)
-            y *= gain
-            end = int(np.flatnonzero(np.asarray(g) < 1.0)[-1]) + 1 if np.any(np.asarray(g) < 1.0) else n
-            need = end + len(self._pulse)
-            if len(self._pending) < need:
-                self._pending = np.concatenate(
-                    [self._pending, np.zeros((need - len(self._pending), y.shape[1]))])
-            self._pending[end:need] += self._pulse[:, None] * area[None, :]
+        y = x.copy()
+        if len(changed):
+            a, end = int(changed[0]), int(changed[-1]) + 1
+            seg = x[a:end].astype(np.float64)
+            gain = np.asarray(g[a:end], dtype=np.float64)[:, None]
+            area = (seg * (1.0 - gain)).sum(axis=0)
+            if np.any(area != 0.0):                    # a silent stem takes nothing away
+                need = end + len(self._pulse)
+                if len(self._pending) < need:
+                    self._pending = np.concatenate(
+                        [self._pending, np.zeros((need - len(self._pending), y.shape[1]))])
+                self._pending[end:need] += self._pulse[:, None] * area[None, :]
+            m = min(end, len(self._pending))           # the pulses due within the gain's stretch
+            seg *= gain
+            seg[:max(0, m - a)] += self._pending[a:m]
+            y[a:end] = seg
+            if a:                                      # and those due before it
+                head = min(a, len(self._pending))
+                y[:head] = x[:head] + self._pending[:head]
+            done = max(end, 0)
+        else:
+            done = 0
         m = min(n, len(self._pending))
-        y[:m] += self._pending[:m]
+        if m > done:                                   # the pulses due after the gain's stretch
+            y[done:m] = x[done:m] + self._pending[done:m]
         self._pending = self._pending[m:] if len(self._pending) > n else self._pending[:0]
-        return y.astype(np.float32)
+        return y
