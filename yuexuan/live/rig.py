@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
 import queue
 import sys
@@ -180,6 +181,10 @@ def _drive(rig: _Rig) -> None:
     ended cues, look for the output port (lost, back) and redraw the screen."""
     show, out, term = rig.show, rig.out, rig.term
     assert show is not None and out is not None and term is not None     # _open_rig's
+    # what the show was built from (the timeline, the modules: ~230,000 objects for the ceremony)
+    # out of the garbage collector's reach: a full collection of them took 0.1 s on an idle
+    # machine, a pause in which no thread of the show sends (they need the interpreter's lock)
+    gc.freeze()
     show.start()
     last_poll = time.monotonic()
     last_quit = float("-inf")

@@ -10,6 +10,7 @@ deviation of the exact 三分损益 pitch from the written one, in cents.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -214,10 +215,8 @@ def _finish_notation(part: stream.Part) -> None:
     measures = list(part.getElementsByClass(stream.Measure))
     for m in measures:
         m.splitAtDurations(recurse=True)
-    try:
-        part.makeBeams(inPlace=True)
-    except exceptions21.Music21Exception:        # a measure no meter divides: left unbeamed
-        pass
+    with contextlib.suppress(exceptions21.Music21Exception):   # a measure no meter divides:
+        part.makeBeams(inPlace=True)                           # left unbeamed
     for m in measures:
         for m_or_v in [m, *m.voices]:
             makeNotation.makeTupletBrackets(m_or_v, inPlace=True)

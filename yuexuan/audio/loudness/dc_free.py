@@ -40,12 +40,12 @@ class DcFreeLimiting:
         """``x`` (n, channels) float32 with the gain ``g`` (n,) applied (None: 1 throughout): a new
         array, or ``x`` itself when nothing is to be done. Computed in float64 where the gain is
         not 1 or a pulse is added, elsewhere ``x``'s own samples (the same values)."""
-        changed = np.flatnonzero(np.asarray(g) != 1.0) if g is not None else ()
+        changed = np.flatnonzero(np.asarray(g) != 1.0) if g is not None else np.zeros(0, np.intp)
         if not len(changed) and not len(self._pending):
             return x
         n = len(x)
         y = x.copy()
-        if len(changed):
+        if g is not None and len(changed):
             a, end = int(changed[0]), int(changed[-1]) + 1
             seg = x[a:end].astype(np.float64)
             gain = np.asarray(g[a:end], dtype=np.float64)[:, None]
