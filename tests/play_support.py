@@ -56,6 +56,9 @@ class Play:
     def finish(self, timeout: float = 30.0) -> tuple[int, str, dict]:
         rc = self.proc.wait(timeout)
         err = self.proc.stderr.read()
+        if not self.report.exists():
+            raise AssertionError(f"play ended (status {rc}) with no report; its stdout "
+                                 f"{self.seen[-10:]}, stderr {err[-2000:]!r}")
         return rc, err, json.loads(self.report.read_text())
 
 
