@@ -144,8 +144,10 @@ def build_score(timeline: Timeline, cue_ids: list[str] | None = None) -> stream.
         _finish_notation(part)
         boundaries = {s.offset_ql + s.length_ql for s in sections}
         for m in part.getElementsByClass(stream.Measure):
-            if m.offset + m.barDuration.quarterLength in boundaries:
-                m.rightBarline = bar.Barline("final" if m.offset + m.barDuration.quarterLength >= total_ql
+            # every bar is BEATS_PER_MEASURE quarters (the part's one time signature; music21's
+            # barDuration searched the part for it, bar by bar: a fifth of the score's time)
+            if m.offset + BEATS_PER_MEASURE in boundaries:
+                m.rightBarline = bar.Barline("final" if m.offset + BEATS_PER_MEASURE >= total_ql
                                              else "double")
         score.insert(0, part)
     score.insert(0, layout.StaffGroup(list(score.parts), name="", symbol="bracket"))
