@@ -213,11 +213,15 @@ def _log_lines(env: dict, since: int) -> list[str]:
         return []
 
 
+def _late_us(lines: list[str]) -> list[int]:
+    """How late (µs) each cycle the server logged as an xrun began."""
+    return [int(m.group(1)) for m in map(_XRUN.search, lines) if m]
+
+
 def worst_late_s(env: dict, since: int = 0) -> float:
     """The latest cycle the server's log reported since ``since`` (s; 0 with no xrun): how much
     later than its due time a message may have been stamped by the recorder for the server's sake."""
-    late = [int(m.group(1)) for m in map(_XRUN.search, _log_lines(env, since)) if m]
-    return max(late, default=0) / 1e6
+    return max(_late_us(_log_lines(env, since)), default=0) / 1e6
 
 
 def diagnosis(env: dict, since: int = 0) -> str:
@@ -228,7 +232,7 @@ def diagnosis(env: dict, since: int = 0) -> str:
     mode only) and each cycle a synchronous server gave up waiting for (``SuspendRefNum``).
     """
     lines = _log_lines(env, since)
-    late = [int(m.group(1)) for m in map(_XRUN.search, lines) if m]
+    late = _late_us(lines)
     period_us = PERIOD_FRAMES / RATE_HZ * 1e6
     unfinished = sum("was not finished" in line for line in lines)
     timeouts = sum("SuspendRefNum" in line for line in lines)

@@ -44,30 +44,23 @@ class DcFreeLimiting:
         if not len(changed) and not len(self._pending):
             return x
         n = len(x)
-        y = x.copy()
-        if g is not None and len(changed):
-            a, end = int(changed[0]), int(changed[-1]) + 1
-            seg = x[a:end].astype(np.float64)
+        a, end = (int(changed[0]), int(changed[-1]) + 1) if len(changed) else (0, 0)
+        if g is not None and end:
             gain = np.asarray(g[a:end], dtype=np.float64)[:, None]
-            area = (seg * (1.0 - gain)).sum(axis=0)
+            area = (x[a:end].astype(np.float64) * (1.0 - gain)).sum(axis=0)
             if np.any(area != 0.0):                    # a silent stem takes nothing away
                 need = end + len(self._pulse)
                 if len(self._pending) < need:
                     self._pending = np.concatenate(
-                        [self._pending, np.zeros((need - len(self._pending), y.shape[1]))])
+                        [self._pending, np.zeros((need - len(self._pending), x.shape[1]))])
                 self._pending[end:need] += self._pulse[:, None] * area[None, :]
-            m = min(end, len(self._pending))           # the pulses due within the gain's stretch
-            seg *= gain
-            seg[:max(0, m - a)] += self._pending[a:m]
-            y[a:end] = seg
-            if a:                                      # and those due before it
-                head = min(a, len(self._pending))
-                y[:head] = x[:head] + self._pending[:head]
-            done = max(end, 0)
-        else:
-            done = 0
         m = min(n, len(self._pending))
-        if m > done:                                   # the pulses due after the gain's stretch
-            y[done:m] = x[done:m] + self._pending[done:m]
+        w = max(end, m)                                # the samples that change
+        z = x[:w].astype(np.float64)
+        if g is not None and end:
+            z[a:end] *= gain
+        z[:m] += self._pending[:m]
+        y = x.copy()
+        y[:w] = z
         self._pending = self._pending[m:] if len(self._pending) > n else self._pending[:0]
         return y
