@@ -10,6 +10,7 @@ through :func:`yuexuan.commands.common.data_source` and passes it to the loaders
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import signal
 import sys
@@ -85,8 +86,12 @@ def run() -> NoReturn:
     """The ``yuexuan`` program (console script and ``python -m yuexuan``): :func:`main`, then the
     interpreter's usual exit with its status (threads joined, exit handlers run, streams flushed).
     An earlier fast exit (``os._exit`` after CPython's private exit step) saved 1–2 % of a render's
-    CPU (docs/render.md, "The engine behind one door") and went."""
-    raise SystemExit(main())
+    CPU (docs/render.md, "The engine behind one door") and went. The objects left are frozen
+    (:func:`gc.freeze`) before that exit: they go with the process, and the interpreter's last
+    collections no longer walk them (0.16 → 0.03 s after rendering the whole ceremony)."""
+    status = main()
+    gc.freeze()
+    raise SystemExit(status)
 
 
 def _main(argv: list[str] | None) -> int:
