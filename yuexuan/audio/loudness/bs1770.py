@@ -174,6 +174,9 @@ class LoudnessMeter:
 #: times this matrix gives the OVERSAMPLE output values between the window's middle samples.
 _H = interpolation_filter()
 _POLY = np.ascontiguousarray(_H.reshape(TAPS_PER_PHASE, OVERSAMPLE)[::-1]).astype(np.float32)
+_PHASES = np.ascontiguousarray(_POLY.T)          # (phases, taps)
+#: windows a product of :func:`oversampled_peaks` takes at most
+OVERSAMPLE_RUN = 4096
 #: the largest sum of |taps| of one phase: true peak ≤ this × the local sample peak
 _BOUND = float(np.abs(_POLY).sum(axis=0).max())
 
@@ -186,6 +189,29 @@ def abs_max_channels(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return out
 
 
+#: the stretch, in samples, by which the true-peak search decides what to oversample
+GRANULE = 64
+
+
+def hot_spans(magnitude: npt.NDArray[np.float32], threshold: float, granule: int = GRANULE,
+              ctx: int = TAPS_PER_PHASE) -> tuple[list[tuple[int, int]], npt.NDArray[np.float32]]:
+    """Where to oversample: (start, stop) sample spans of ``magnitude`` (a signal's |sample| per
+    sample, over channels), each a run of ``granule``-sample stretches whose largest magnitude,
+    with ``ctx`` samples either side (what the interpolator reaches), exceeds ``threshold``; and
+    that largest magnitude of each stretch. Stretches of 64 samples, not the 1024–2048 of before,
+    oversample 20–60 % fewer samples of a ceremony (the rest of a chunk round a drum stroke's peak
+    lies under the threshold)."""
+    n = len(magnitude)
+    count = -(-n // granule)
+    rows = np.pad(magnitude, (0, count * granule - n)).reshape(count, granule)
+    near = rows.max(axis=1)
+    near[1:] = np.maximum(near[1:], rows[:-1, -ctx:].max(axis=1))
+    near[:-1] = np.maximum(near[:-1], rows[1:, :ctx].max(axis=1))
+    edges = np.diff(np.concatenate([[0], (near > threshold).view(np.int8), [0]]))
+    starts, stops = np.flatnonzero(edges == 1) * granule, np.flatnonzero(edges == -1) * granule
+    return list(zip(starts.tolist(), np.minimum(stops, n).tolist())), near
+
+
 def oversampled_peaks(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """For each window of TAPS_PER_PHASE samples of ``x`` (n, channels), the largest |value| of
     the 4× oversampled signal between its two middle samples, over channels: n − 15 values;
@@ -193,16 +219,40 @@ def oversampled_peaks(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     x = np.asarray(x, dtype=np.float32)
     if x.ndim == 1:
         x = x[:, None]
-    if len(x) < TAPS_PER_PHASE:
-        return np.zeros(0, dtype=np.float32)
-    out: npt.NDArray[np.float32] | None = None
+    n = len(x) - TAPS_PER_PHASE + 1
+    out = np.zeros(max(n, 0), dtype=np.float32)
+    # Hand-written polyphase FIR: for each channel, the windows are a strided view (16, k) of its
+    # samples (row t starts t samples later), times the (4, 16) phases; k at most OVERSAMPLE_RUN so
+    # that the (4, k) product stays in the CPU's cache (at 16,384 windows it took twice as long
+    # a window). numpy's sliding_window_view cost 30 µs a call more.
     for c in range(x.shape[1]):
-        win = np.lib.stride_tricks.sliding_window_view(x[:, c], TAPS_PER_PHASE)
-        y = _POLY.T @ win.T                     # (phases, windows): rows reduce fast
-        np.abs(y, out=y)
-        v = y.max(axis=0)
-        out = v if out is None else np.maximum(out, v)
-    assert out is not None                      # x has a channel at least
+        col = x[:, c]
+        step = col.strides[0]
+        for a in range(0, n, OVERSAMPLE_RUN):
+            k = min(OVERSAMPLE_RUN, n - a)
+            win = np.lib.stride_tricks.as_strided(col[a:], shape=(TAPS_PER_PHASE, k),
+                                                  strides=(step, step), writeable=False)
+            y = _PHASES @ win
+            np.abs(y, out=y)
+            np.maximum(out[a:a + k], y.max(axis=0), out=out[a:a + k])
+    return out
+
+
+def interval_peaks(x: npt.NDArray[np.float32],
+                   spans: list[tuple[int, int]]) -> list[npt.NDArray[np.float32]]:
+    """For each (i0, i1) of ``spans``: the largest |value| over channels of the 4× oversampled
+    ``x`` (n, channels) between samples i and i + 1, for i from i0 to i1 − 1; ``x`` must hold
+    the samples that reach them (i0 ≥ 7, i1 ≤ n − 8). All spans in one pass over their samples
+    gathered end to end (a call costs about 20 µs, many spans a block)."""
+    half = TAPS_PER_PHASE // 2
+    segments = [x[i0 - half + 1:i1 + half] for i0, i1 in spans]
+    if not segments:
+        return []
+    v = oversampled_peaks(np.concatenate(segments) if len(segments) > 1 else segments[0])
+    out, at = [], 0
+    for (i0, i1), seg in zip(spans, segments):
+        out.append(v[at:at + i1 - i0])           # the values across a seam belong to neither
+        at += len(seg)
     return out
 
 
@@ -214,8 +264,6 @@ class TruePeakMeter:
     not oversampled. The factor is :data:`TP_SEARCH_DB`, or the rigorous :data:`_BOUND` with
     ``exact=True``.
     """
-
-    CHUNK = 2048
 
     def __init__(self, channels: int = 2, floor: float = 0.0, exact: bool = False):
         self._factor = _BOUND if exact else 10 ** (TP_SEARCH_DB / 20)
@@ -233,21 +281,23 @@ class TruePeakMeter:
         if not len(block):
             return 0.0
         x = np.concatenate([self._prev, block])
+        a = abs_max_channels(x)
         self._prev = x[-self._ctx:]
-        a = abs_max_channels(block)
-        nch = -(-len(block) // self.CHUNK)
-        peaks = np.pad(a, (0, nch * self.CHUNK - len(block))).reshape(nch, -1).max(axis=1)
-        self.peak = max(self.peak, float(peaks.max()))
-        near = np.maximum(peaks, np.maximum(np.r_[0.0, peaks[:-1]], np.r_[peaks[1:], 0.0]))
-        hot = near * self._factor > max(self.peak, self._floor)
-        estimate = max(float(peaks.max()), float((near * self._factor)[~hot].max(initial=0.0)))
-        for c in np.flatnonzero(hot):
-            lo = c * self.CHUNK                      # x[lo + ctx] is the chunk's first sample
-            seg = x[lo + self._ctx // 2:lo + self._ctx + self.CHUNK + self._ctx // 2]
-            v = oversampled_peaks(seg)
-            if len(v):
-                self.peak = max(self.peak, float(v.max()))
-                estimate = max(estimate, float(v.max()))
+        sample_peak = float(a[self._ctx:].max())
+        self.peak = max(self.peak, sample_peak)
+        # the values between samples i and i + 1 for i from half the context on (those before lay
+        # too near the previous block's end) to half the context before the end (the next block's
+        # come after them): each from the 16 samples round it
+        half = self._ctx // 2
+        bar = max(self.peak, self._floor) / self._factor
+        spans, near = hot_spans(a, bar)
+        estimate = max(sample_peak, float(near[near <= bar].max(initial=0.0)) * self._factor)
+        spans = [(max(lo, half), min(hi, len(x) - half)) for lo, hi in spans]
+        found = interval_peaks(x, [(i0, i1) for i0, i1 in spans if i1 > i0])
+        if found:
+            v = max(float(f.max()) for f in found)
+            self.peak = max(self.peak, v)
+            estimate = max(estimate, v)
         return estimate
 
     def flush(self) -> None:
