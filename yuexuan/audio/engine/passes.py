@@ -73,7 +73,7 @@ def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None
             rest = mix[len(whole):]
             m.peaks.append(max(float(stats[:, 1].max()) if len(stats) else 0.0,
                                float(bs1770.abs_max_channels(rest).max()) if len(rest) else 0.0))
-            if spool is not None:
+            if spool is not None and m.peaks[-1] > 0.0:      # pass 2 does not read a silent one
                 spool.write(b0, mix)
         silent = not len(stats) or float(stats[:, 1].max()) == 0.0
         sq, zi = bs1770.k_hops(whole, sos, zi, hop, guard, silent=silent)
@@ -132,8 +132,9 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
     # (a pulse begun before the stretch reaches into it as in one process)
     first = max(0, k0 - 1 - math.ceil(PULSE_S * sr / block))
     stop = min(nblocks, k1 + 1)
-    mixed = spool.blocks(block, first, stop) if spool is not None and not stems \
-        else blocks(p, block, stems=stems, first=first, stop=stop)
+    # a block pass 1 found silent is not read back (nor written to the spool): zeros
+    mixed = spool.blocks(block, first, stop, skip=lambda k: m.peaks[k] == 0.0) \
+        if spool is not None and not stems else blocks(p, block, stems=stems, first=first, stop=stop)
 
     def read_block() -> tuple[npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]]]:
         _, mix, parts = next(mixed)

@@ -234,6 +234,8 @@ def _gain_pass_split(p: Plan, out_path: Path, fmt: str, subtype: str, gain: floa
             _reserve(fd, output.WAV_HEADER_BYTES + 4 * p.total)
 
             def sink(k: int, y: npt.NDArray[np.float32], parts: object, g: object) -> None:
+                if m.peaks[k] == 0.0 and not y.any():     # silence: the file reads zeros there
+                    return
                 output.pwrite_all(fd, output.to_pcm16(y), output.WAV_HEADER_BYTES + 4 * k * block)
 
             def level(k0: int, k1: int, here: bool) -> passes.Levelled:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -65,12 +65,17 @@ class Spool:
             view, offset = view[got:], offset + got
         return out
 
-    def blocks(self, block: int, first: int, stop: int
+    def blocks(self, block: int, first: int, stop: int, skip: Callable[[int], bool] = lambda k: False,
                ) -> Iterator[tuple[int, npt.NDArray[np.float32], None]]:
         """Blocks ``first`` to ``stop`` (exclusive) as :func:`yuexuan.audio.engine.mix.blocks` yields
-        them without stems: (start frame, a new array, None)."""
-        for b0 in range(first * block, min(self.frames, stop * block), block):
-            yield b0, self.read(b0, min(self.frames, b0 + block) - b0), None
+        them without stems: (start frame, a new array, None); zeros, not read, for a block ``k``
+        where ``skip(k)`` (one known silent, which pass 1 need not have written)."""
+        for k in range(first, stop):
+            b0 = k * block
+            if b0 >= self.frames:
+                return
+            n = min(self.frames, b0 + block) - b0
+            yield b0, np.zeros((n, 2), np.float32) if skip(k) else self.read(b0, n), None
 
     def close(self) -> None:
         self._file.close()

@@ -283,6 +283,8 @@ class TruePeakMeter:
         x = np.concatenate([self._prev, block])
         a = abs_max_channels(x)
         self._prev = x[-self._ctx:]
+        if not a.any():                 # silence (a quarter of a ceremony's blocks)
+            return 0.0
         sample_peak = float(a[self._ctx:].max())
         self.peak = max(self.peak, sample_peak)
         # the values between samples i and i + 1 for i from half the context on (those before lay
