@@ -46,6 +46,9 @@ class GainEnvelope:
             raise ValueError(f"envelope gains must be finite and ≥ 0: {self.gains}")
 
 
+HELD = 1e-9        # breakpoints this close (relative) hold the gain: float rounding, not a change
+
+
 class Envelope:
     """One :class:`GainEnvelope` in samples of a render at ``sample_rate``: :meth:`block` gives the
     gain of each sample of a block, or None where it is 1 throughout (nothing to multiply)."""
@@ -68,7 +71,8 @@ class Envelope:
         mix levels most instruments by a gain that holds for a whole cue), else each sample's."""
         i, j = self._bearing(b0, b1)
         seg = self.gains[i:j]
-        if bool(np.all(seg == seg[0])):
+        # equal but for float rounding (1e-9: 1e-8 dB; float32 samples hold 1e-7): one value
+        if bool(np.all(np.abs(seg - seg[0]) <= HELD * abs(seg[0]))):
             return float(seg[0])
         return self._curve(b0, b1, i, j)
 
