@@ -98,20 +98,23 @@ def hops_of(seconds: float) -> int:
 def energy(notes: Sequence[Arrival], n_hops: int) -> npt.NDArray[np.float64]:
     """Mean square (Pa²) of ``notes`` together in each 100 ms hop (their energies add: sources
     and notes are incoherent)."""
-    out = np.zeros(n_hops)
-    for a in notes:
-        h0 = int(a.start_s / HOP_S)
-        h1 = min(n_hops, hops_of(a.end_s))
-        if h1 <= max(h0, 0):
-            continue
-        t = (np.arange(max(h0, 0), h1) + 0.5) * HOP_S - a.start_s
-        if a.tau_s is None:
-            out[max(h0, 0):h1] += a.level ** 2
-            continue
-        # e^(−2t/τ), scaled so that its first FAST_S average a mean square of level²
-        first = a.tau_s / (2 * FAST_S) * (1 - math.exp(-2 * FAST_S / a.tau_s))
-        out[max(h0, 0):h1] += a.level ** 2 * np.exp(-2 * np.maximum(t, 0.0) / a.tau_s) / first
-    return out
+    if not notes:
+        return np.zeros(n_hops)
+    # every note's hops at once (a loop over the notes took half of the guide mix's planning)
+    start = np.array([a.start_s for a in notes])
+    h0 = np.maximum((start / HOP_S).astype(np.int64), 0)        # int(): towards 0, as before
+    h1 = np.minimum(n_hops, np.maximum(1, np.ceil(np.array([a.end_s for a in notes]) / HOP_S)
+                                       .astype(np.int64)))
+    count = np.maximum(h1 - h0, 0)
+    tau = np.array([a.tau_s if a.tau_s is not None else np.inf for a in notes])
+    # e^(−2t/τ), scaled so that its first FAST_S average a mean square of level²; 1 without τ
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.where(np.isfinite(tau), tau / (2 * FAST_S) * -np.expm1(-2 * FAST_S / tau), 1.0)
+    scale = np.array([a.level for a in notes]) ** 2 / first
+    note = np.repeat(np.arange(len(notes)), count)
+    hop = h0[note] + np.arange(len(note)) - np.repeat(np.cumsum(count) - count, count)
+    t = np.maximum((hop + 0.5) * HOP_S - start[note], 0.0)
+    return np.bincount(hop, weights=scale[note] * np.exp(-2 * t / tau[note]), minlength=n_hops)
 
 
 def gated_db(hops: npt.NDArray[np.float64]) -> float:
