@@ -72,16 +72,23 @@ def _is_header(line: str, target: str) -> bool:
 
 def table_lines(text: str, header: str) -> list[int]:
     """1-based lines of every ``[[header]]`` array-of-tables header, in order (one pass)."""
+    return list(_table_lines(text, header))
+
+
+@functools.lru_cache(maxsize=32)
+def _table_lines(text: str, header: str) -> tuple[int, ...]:
+    """:func:`table_lines`, memoised: a cue sheet's tables look up their own lines one by one."""
     target = f"[[{header}]]"
-    return [i for i, line in enumerate(_lines(text), start=1) if _is_header(line, target)]
+    return tuple(i for i, line in enumerate(_lines(text), start=1) if _is_header(line, target))
 
 
 def table_line(text: str, header: str, index: int) -> int | None:
     """1-based line of the ``index``-th (0-based) ``[[header]]`` array-of-tables header."""
-    lines = table_lines(text, header)
+    lines = _table_lines(text, header)
     return lines[index] if 0 <= index < len(lines) else None
 
 
+@functools.lru_cache(maxsize=256)
 def header_line(text: str, header: str) -> int | None:
     """1-based line of the ``[header]`` table header, or None."""
     target = f"[{header}]"

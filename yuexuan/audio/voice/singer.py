@@ -86,11 +86,12 @@ def _band(lo_hz: float, hi_hz: float, sample_rate: int) -> npt.NDArray[np.float6
 def _noise(sample_rate: int, band: tuple[float, float] | None = None) -> npt.NDArray[np.float32]:
     """A fixed table of Gaussian noise (white, or band-passed to ``band``; unit RMS): a take reads
     it from its own seeded offset, so no take draws noise sample by sample."""
-    x = np.random.default_rng(20251202).standard_normal(int(NOISE_S * sample_rate))
-    if band is not None:
-        x = dsp.sosfilt(_band(band[0], band[1], sample_rate), x)
-        x /= float(np.sqrt(np.mean(x * x)))
-    return x.astype(np.float32)
+    if band is None:
+        return np.random.default_rng(20251202).standard_normal(int(NOISE_S * sample_rate)).astype(np.float32)
+    # each band from the one white table (drawing it took half of a band's 10 ms), in float32
+    x = dsp.sosfilt(_band(band[0], band[1], sample_rate).astype(np.float32), _noise(sample_rate))
+    x *= np.float32(1.0 / math.sqrt(float(np.mean(np.square(x, dtype=np.float64)))))
+    return x
 
 
 def _slice(table: npt.NDArray[np.float32], n: int, rng: np.random.Generator) -> npt.NDArray[np.float32]:
