@@ -22,6 +22,7 @@ import pytest
 import soundfile as sf
 from cli_support import popen, run_cli, yuexuan_argv
 from scipy import signal as sps
+from scipy.io import wavfile
 
 from yuexuan.audio.engine import render
 from yuexuan.timeline import Ceremony, Cue, Note, Timeline
@@ -110,6 +111,26 @@ def test_stems_are_aligned_and_add_up_to_the_mix(lishou, default_timeline):
         total += y
     # each file is rounded to 16 bits (half a step, 1/65534, at most) independently
     assert np.abs(total - mix).max() <= (len(names) + 1) * 0.5 / 32767 + 1e-6
+
+
+def test_stems_are_float_wav_that_other_readers_read_and_silence_is_not_written(lishou):
+    """The stems are 32-bit float WAV (written by hand, block by block): SciPy's reader and
+    ffprobe read what libsndfile reads; a call's stem, silent but for its syllables, takes
+    less disk than its length (its silent blocks never written)."""
+    d, out, _ = lishou
+    frames = sf.info(str(out)).frames
+    sparse = 0
+    for path in sorted((d / "stems").glob("*.wav")):
+        rate, raw = wavfile.read(path)
+        y, _ = sf.read(path, dtype="float32")
+        assert rate == 48000 and raw.dtype == np.float32 and raw.shape == (frames, 2), path.name
+        assert np.array_equal(raw, y), path.name
+        sparse += path.stat().st_blocks * 512 < path.stat().st_size
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_name,channels",
+                            "-of", "csv=p=0", str(d / "stems" / "歌.wav")],
+                           capture_output=True, text=True, timeout=60, check=True)
+    assert probe.stdout.strip() == "pcm_f32le,2"
+    assert sparse >= 3, sparse         # the 大射正's and the 负侯者's stems at least
 
 
 def test_chapters_sidecars(lishou, default_timeline):

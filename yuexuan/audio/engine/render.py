@@ -281,8 +281,10 @@ def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, cei
         # cancel it in the mix (the 建鼓 of 貍首, limited together; issue 29), and a 16-bit stem
         # would clip there and no longer add up to the mix
         float_stems = fmt == "WAV"
-        stem_files = [files.enter_context(output.open_stereo(
-            files.enter_context(atomic.atomic_path(path)), sr, fmt, "FLOAT" if float_stems else subtype))
+        stem_files: list[Any] = [files.enter_context(
+            output.SparseFloatWav(files.enter_context(atomic.atomic_path(path)), p.total, sr)
+            if float_stems else
+            output.open_stereo(files.enter_context(atomic.atomic_path(path)), sr, fmt, subtype))
             for path in stem_paths]
         limiting = [DcFreeLimiting(sr) for _ in stem_files]     # each stem as the mix (passes.level)
 
