@@ -45,48 +45,79 @@ def normal(surface: Surface) -> npt.NDArray[np.float64]:
     return out
 
 
-def mirror(point: npt.ArrayLike, surface: Surface) -> npt.NDArray[np.float64]:
-    """``point`` mirrored in the plane of ``surface``."""
-    n = normal(surface)
-    p = np.asarray(point, dtype=float)
-    return p - 2.0 * float(np.dot(p - surface.corner_m, n)) * n
+Point = tuple[float, float, float]
 
 
-def crossing(surface: Surface, a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64] | None:
-    """Where the segment a→b crosses ``surface``'s rectangle (strictly between its ends), or None."""
-    n = normal(surface)
-    da = float(np.dot(np.asarray(a) - surface.corner_m, n))
-    db = float(np.dot(np.asarray(b) - surface.corner_m, n))
+@functools.lru_cache(maxsize=256)
+def _frame(surface: Surface) -> tuple[Point, Point, Point, Point, float, float]:
+    """(corner, unit normal, edge1, edge2, |edge1|², |edge2|²) as Python floats: the tracing below
+    works on 3-vectors, where a numpy call costs more than the arithmetic (the 40 placements of
+    the ceremony took 0.1 s of the render's serial start in numpy)."""
+    c, e1, e2 = (_point(x) for x in (surface.corner_m, surface.edge1_m, surface.edge2_m))
+    n = _point(normal(surface))
+    return (c, n, e1, e2, _dot(e1, e1), _dot(e2, e2))
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _mirrored(p: Point, surface: Surface) -> Point:
+    c, n = _frame(surface)[:2]
+    d = 2.0 * ((p[0] - c[0]) * n[0] + (p[1] - c[1]) * n[1] + (p[2] - c[2]) * n[2])
+    return (p[0] - d * n[0], p[1] - d * n[1], p[2] - d * n[2])
+
+
+def _crossed(surface: Surface, a: Point, b: Point) -> Point | None:
+    c, n, e1, e2, l1, l2 = _frame(surface)
+    da = (a[0] - c[0]) * n[0] + (a[1] - c[1]) * n[1] + (a[2] - c[2]) * n[2]
+    db = (b[0] - c[0]) * n[0] + (b[1] - c[1]) * n[1] + (b[2] - c[2]) * n[2]
     if da * db >= 0.0:
         return None
     t = da / (da - db)
     if not EPS < t < 1.0 - EPS:
         return None
-    q = np.asarray(a, dtype=float) + t * (np.asarray(b, dtype=float) - np.asarray(a, dtype=float))
-    rel = q - surface.corner_m
-    for edge in (surface.edge1_m, surface.edge2_m):
-        s = float(np.dot(rel, edge)) / float(np.dot(edge, edge))
-        if not -EPS <= s <= 1.0 + EPS:
+    q = (a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]))
+    rel = (q[0] - c[0], q[1] - c[1], q[2] - c[2])
+    for edge, length in ((e1, l1), (e2, l2)):
+        if not -EPS <= _dot(rel, edge) / length <= 1.0 + EPS:
             return None
     return q
+
+
+def _point(p: npt.ArrayLike) -> Point:
+    x, y, z = (float(v) for v in np.asarray(p, dtype=float))
+    return (x, y, z)
+
+
+def mirror(point: npt.ArrayLike, surface: Surface) -> npt.NDArray[np.float64]:
+    """``point`` mirrored in the plane of ``surface``."""
+    return np.array(_mirrored(_point(point), surface))
+
+
+def crossing(surface: Surface, a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64] | None:
+    """Where the segment a→b crosses ``surface``'s rectangle (strictly between its ends), or None."""
+    q = _crossed(surface, _point(a), _point(b))
+    return None if q is None else np.array(q)
 
 
 def blocked(surfaces: Sequence[Surface], a: npt.ArrayLike, b: npt.ArrayLike,
             skip: Collection[str] = ()) -> bool:
     """Whether the segment a→b passes through any surface not in ``skip``."""
-    return any(crossing(s, a, b) is not None for s in surfaces if s.name not in skip)
+    pa, pb = _point(a), _point(b)
+    return any(_crossed(s, pa, pb) is not None for s in surfaces if s.name not in skip)
 
 
-def _trace(source: npt.ArrayLike, listener: npt.ArrayLike,
-           chain: Sequence[Surface]) -> tuple[npt.NDArray[np.float64], list[npt.NDArray[np.float64]]] | None:
+def _trace(source: Point, listener: Point,
+           chain: Sequence[Surface]) -> tuple[Point, list[Point]] | None:
     """(image of the last surface, [source, reflection points …, listener]) of the path off
     ``chain`` (surfaces in order), or None when a reflection point falls outside its surface."""
-    images = [np.asarray(source, dtype=float)]
+    images = [source]
     for s in chain:
-        images.append(mirror(images[-1], s))
-    points = [np.asarray(listener, dtype=float)]       # traced back from the listener
+        images.append(_mirrored(images[-1], s))
+    points = [listener]                                 # traced back from the listener
     for k in range(len(chain), 0, -1):
-        q = crossing(chain[k - 1], images[k], points[-1])
+        q = _crossed(chain[k - 1], images[k], points[-1])
         if q is None:
             return None
         points.append(q)
@@ -100,17 +131,17 @@ def reflections(source: npt.ArrayLike, listener: npt.ArrayLike, surfaces: Sequen
     (points in metres), shortest first: each reflection point inside its surface, no leg through
     any surface."""
     out = []
+    src, ear = _point(source), _point(listener)
     for order in range(1, max_order + 1):
         for chain in itertools.product(surfaces, repeat=order):
             if any(a is b for a, b in itertools.pairwise(chain)):
                 continue
-            traced = _trace(source, listener, chain)
+            traced = _trace(src, ear, chain)
             if traced is None:
                 continue
             image, points = traced
-            if any(blocked(surfaces, a, b) for a, b in itertools.pairwise(points)):
+            if any(_crossed(s, a, b) is not None for a, b in itertools.pairwise(points) for s in surfaces):
                 continue
-            out.append(Reflection(tuple(s.name for s in chain), tuple(float(v) for v in image),
-                                  float(np.linalg.norm(image - points[-1])),
+            out.append(Reflection(tuple(s.name for s in chain), image, math.dist(image, points[-1]),
                                   math.prod(s.reflection for s in chain)))
     return sorted(out, key=lambda r: r.path_m)
