@@ -119,6 +119,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
     lead = 2 * window + bs1770.TAPS_PER_PHASE
     hop = bs1770.hop_samples(sr)
     sos = bs1770.k_weighting_sos(sr)
+    guard = bs1770.guard(block, 2)     # made once: the limited blocks are re-measured with it
     nblocks = len(m.peaks)
     search = 10 ** (bs1770.TP_SEARCH_DB / 20)
     # the sample peak (or, if limiting will happen, the ceiling) bounds the true peak from below:
@@ -157,7 +158,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
             prev_tail = cur[-lead:] if len(cur) >= lead else np.concatenate([prev_tail, cur])[-lead:]
             if g is not None or carry is not None:
                 zi = carry if carry is not None else m.states[k] * gain
-                sq, zi = bs1770.k_hops(y, sos, zi, hop)
+                sq, zi = bs1770.k_hops(y, sos, zi, hop, guard)
                 if k >= k0:
                     out.hops[k] = sq
                 carry = zi if g is not None else None
