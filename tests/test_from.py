@@ -17,7 +17,7 @@ from pathlib import Path
 import mido
 import pytest
 from cli_support import default_sigint
-from jack_support import Recorder, diagnosis, log_mark
+from jack_support import Recorder, diagnosis, log_mark, worst_late_s
 
 from yuexuan.compiler import compile_file
 from yuexuan.errors import UserError
@@ -66,8 +66,11 @@ def _play(env, *args):
                             preexec_fn=default_sigint)
 
 
-def _check_window(msgs, notes, anchor, diag) -> None:
-    """Tuning first; the first note-on is the first note of the window; every note on time."""
+def _check_window(msgs, notes, anchor, diag, late_s=0.0) -> None:
+    """Tuning first; the first note-on is the first note of the window; every note on time: within
+    20 ms of its due time, and as much more as the server's latest cycle began late (``late_s``,
+    from its log: a message sent on time is stamped by the recorder at the cycle that takes it;
+    CI once saw the first note 31.6 ms after its time while the server logged a cycle 16.8 ms late)."""
     ons = [(t, m) for t, m in msgs if m.type == "note_on" and m.velocity > 0]
     assert ons, diag
     tuning = [t for t, m in msgs if m.type == "sysex" and list(m.data[:4]) == [0x7F, 0x7F, 8, 2]]
@@ -78,7 +81,7 @@ def _check_window(msgs, notes, anchor, diag) -> None:
     assert got_first == first, (got_first, first, diag)
     assert sorted((m.note, m.velocity) for _, m in ons) == \
         sorted((n.midi, n.velocity) for n in notes), diag
-    assert abs(ons[0][0] - (anchor + first_t)) < 0.02, diag       # on time from the anchor
+    assert abs(ons[0][0] - (anchor + first_t)) < 0.02 + late_s, diag       # on time from the anchor
 
 
 def test_auto_from_a_cue_and_offset(jack, ceremony, tmp_path):
@@ -97,7 +100,7 @@ def test_auto_from_a_cue_and_offset(jack, ceremony, tmp_path):
         msgs = [(t, mido.Message.from_bytes(d)) for t, d in rec.stop()]
     assert play.returncode == 0, err
     (anchor,) = (a["anchor_monotonic"] for a in json.loads((tmp_path / "r.json").read_text())["anchors"])
-    _check_window(msgs, notes, anchor, diagnosis(jack, mark))
+    _check_window(msgs, notes, anchor, diagnosis(jack, mark), worst_late_s(jack, mark))
 
 
 def test_operator_go_starts_inside_the_cue(jack, tmp_path):
@@ -127,4 +130,4 @@ def test_operator_go_starts_inside_the_cue(jack, tmp_path):
         msgs = [(t, mido.Message.from_bytes(d)) for t, d in rec.stop()]
     assert play.returncode == 0, err
     (anchor,) = (a["anchor_monotonic"] for a in json.loads((tmp_path / "r.json").read_text())["anchors"])
-    _check_window(msgs, notes, anchor, diagnosis(jack, mark))
+    _check_window(msgs, notes, anchor, diagnosis(jack, mark), worst_late_s(jack, mark))

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import rtmidi
 from cli_support import default_sigint
-from jack_support import Recorder, diagnosis, log_mark
+from jack_support import Recorder, diagnosis, log_mark, worst_late_s
 from osc_support import OscInbox, free_udp_port
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
@@ -115,10 +115,13 @@ def test_pads_on_the_targets_are_judged_as_the_schedule_says(jack, tmp_path, mon
         (up, "干", "扬触", "3"), (down, "干", "贯", "3"), (up, "干", "贯", "3"), (down, "参", "贯", "3")
     ], (rows, err, diag)
     times = [float(r["time"]) for r in rows]
-    assert abs(times[0] - (hit_s["up1"] - flight["干"])) < 0.015, (times, hit_s)
+    # a pad's message stamped as it came, within 15 ms and as much more as the server's latest
+    # cycle began late (its log)
+    slack_s = 0.015 + worst_late_s(jack, mark)
+    assert abs(times[0] - (hit_s["up1"] - flight["干"])) < slack_s, (times, hit_s, diag)
     assert times[1] == round(strokes[(down, 1)] + shift, 6)
     assert times[2] == round(strokes[(up, 2)] + shift + 0.25, 6)
-    assert abs(times[3] - (hit_s["down2"] - flight["参"])) < 0.015, (times, hit_s)
+    assert abs(times[3] - (hit_s["down2"] - flight["参"])) < slack_s, (times, hit_s, diag)
     assert [r["reason"] for r in rows] == ["不贯不释", "释", "不鼓不释", "非其侯"]
     assert any("no archer's turn" in b["why"] for b in rep["judging"]["bad_messages"])
     # check on the written log: the same verdicts

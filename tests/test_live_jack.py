@@ -17,7 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rtmidi
-from jack_support import PERIOD_FRAMES, RATE_HZ, JackServer, MidiDump, Recorder, diagnosis, log_mark
+from jack_support import (
+    PERIOD_FRAMES,
+    RATE_HZ,
+    JackServer,
+    MidiDump,
+    Recorder,
+    diagnosis,
+    log_mark,
+    worst_late_s,
+)
 from play_support import (
     ACTIVE_SENSING,
     Play,
@@ -43,6 +52,15 @@ def jack_diag(jack):
     """``jack_diag()``: the server's mode and the xruns it logged during this test."""
     mark = log_mark(jack)
     return lambda: diagnosis(jack, mark)
+
+
+@pytest.fixture
+def jack_late(jack):
+    """``jack_late()``: how late (s) the server's latest cycle began during this test, by its log:
+    a single event's bound widens by it (a message sent on time is stamped at the cycle that
+    takes it)."""
+    mark = log_mark(jack)
+    return lambda: worst_late_s(jack, mark)
 
 
 def _errors_ms(notes, ons, anchor, diag=lambda: ""):
@@ -176,7 +194,7 @@ def test_operator_go_soft_stop_go_panic(jack, jack_diag, tmp_path):
     assert_nothing_left_sounding(msgs)
 
 
-def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeypatch):
+def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, jack_late, tmp_path, monkeypatch):
     tl = compile_file(DASHE, ["sixia_bin", "sixia_gong"])
     monkeypatch.setenv("JACK_DEFAULT_SERVER", jack["JACK_DEFAULT_SERVER"])
     monkeypatch.setenv("JACK_NO_START_SERVER", "1")
@@ -208,7 +226,7 @@ def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeyp
            sync.parse_msc(m, 1)]
     assert [c for _, c in msc] == [("go", "1")], f"MSC received: {msc}; {jack_diag()}"
     # one message, so a bound of a few JACK periods (3 ms typical)
-    assert abs(msc[0][0] - show0) < 0.010, (
+    assert abs(msc[0][0] - show0) < 0.010 + jack_late(), (
         f"MSC GO {1e3 * (msc[0][0] - show0):.2f} ms from the show start; {jack_diag()}")
     # MIDI clock: start, then 24 pulses a beat at 90 BPM, stop at the end
     kinds = [m.type for _, m in msgs if m.type in ("start", "stop", "clock")]
@@ -238,13 +256,13 @@ def test_foot_switch_go_msc_stop_and_sync_out(jack, jack_diag, tmp_path, monkeyp
         off.append(c[0][0] - show0 - seconds)
     off = np.abs(off)
     # decoded right: a cycle one frame off would be 40 ms out; median within a JACK period or two
-    assert np.percentile(off, 50) < 0.003 and off.max() < 0.030, (
+    assert np.percentile(off, 50) < 0.003 and off.max() < 0.030 + jack_late(), (
         f"MTC cycle offsets p50 {np.percentile(off, 50) * 1e3:.2f} ms, max {off.max() * 1e3:.2f} ms; "
         f"{jack_diag()}")
     assert_nothing_left_sounding(msgs)
 
 
-def test_clock_follows_each_cues_beat_from_a_saved_timeline(jack, jack_diag, tmp_path):
+def test_clock_follows_each_cues_beat_from_a_saved_timeline(jack, jack_diag, jack_late, tmp_path):
     """The live MIDI clock takes each cue's beat_s from the timeline: with 貍首's edited from
     1.0 to 0.75 s in a saved timeline, its pulses arrive 0.75/24 s apart, while 去侯 before it
     keeps its own 0.5 s beat (24 pulses a quarter note)."""
@@ -292,7 +310,7 @@ def test_clock_follows_each_cues_beat_from_a_saved_timeline(jack, jack_diag, tmp
     # the first pulse alone: the pulses' median lateness bound (3 ms) plus one JACK period, by which
     # the dummy server may deliver a single event late when the host stalls a cycle (seen: 3.26 ms
     # with 19 cycles late by more than a period under load)
-    assert pulses[0] == pytest.approx(before.start, abs=0.003 + PERIOD_FRAMES / RATE_HZ)
+    assert pulses[0] == pytest.approx(before.start, abs=0.003 + PERIOD_FRAMES / RATE_HZ + jack_late())
 
 
 def test_port_lost_and_back(jack, tmp_path):

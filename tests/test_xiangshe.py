@@ -250,7 +250,7 @@ def test_play_auto_runs_the_xiangshe_over_jack(jack, xs, tmp_path):
     import sys
 
     from cli_support import default_sigint
-    from jack_support import Recorder, diagnosis, log_mark
+    from jack_support import Recorder, diagnosis, log_mark, worst_late_s
 
     tl, _ = xs
     start = tl.cue("zouyu").start
@@ -272,7 +272,8 @@ def test_play_auto_runs_the_xiangshe_over_jack(jack, xs, tmp_path):
     ons = [(t, m) for t, m in msgs if m.type == "note_on" and m.velocity > 0]
     assert sorted((m.note, m.velocity) for _, m in ons) == sorted((n.midi, n.velocity) for n in notes), \
         diagnosis(jack, mark)
-    assert abs(ons[0][0] - (anchor + notes[0].time)) < 0.02, diagnosis(jack, mark)
+    # on time within 20 ms and as much more as the server's latest cycle began late (its log)
+    assert abs(ons[0][0] - (anchor + notes[0].time)) < 0.02 + worst_late_s(jack, mark), diagnosis(jack, mark)
 
 
 def test_the_ji_s_caipin_is_a_setting(tmp_path):
