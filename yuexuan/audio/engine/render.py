@@ -103,9 +103,8 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     dsp.sos_kernel()       # SciPy's filter kernel, loaded once here: the workers forked next share it
-    with workers.frozen_heap():     # the timeline's and the plan's objects: out of the collector's way
-        return _mix_and_level(timeline, p, out_path, fmt, subtype, options, block, nblocks, stems_dir,
-                              progress, checkpoint)
+    return _mix_and_level(timeline, p, out_path, fmt, subtype, options, block, nblocks, stems_dir,
+                          progress, checkpoint)
 
 
 def _mix_and_level(timeline: Timeline, p: Plan, out_path: Path, fmt: str, subtype: str,

@@ -24,14 +24,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import gc
 import os
 import pickle
 import select
 import signal
 import struct
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -47,24 +46,6 @@ def available() -> bool:
 
 def _nothing() -> None:
     """The default tick: nothing to check."""
-
-
-@contextlib.contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Every object that exists now out of the garbage collector's sight until the block ends
-    (:func:`gc.freeze`, as Python's documentation advises before a fork without exec): the
-    collections made meanwhile, here and in the workers forked here, no longer walk the timeline's
-    and the plan's objects (a walk writes to each object's header: in a forked child it copies
-    every page it walks). A whole ceremony's render spent 0.11 s in this process's collections.
-    Leaves the heap as it is where something else has frozen it already."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 @functools.cache
