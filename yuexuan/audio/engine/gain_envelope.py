@@ -46,7 +46,7 @@ class GainEnvelope:
             raise ValueError(f"envelope gains must be finite and ≥ 0: {self.gains}")
 
 
-HELD = 1e-9        # breakpoints this close (relative) hold the gain: float rounding, not a change
+HELD = 1e-4        # breakpoints this close (relative: 0.0009 dB) hold the gain over a block
 
 
 class Envelope:
@@ -71,7 +71,9 @@ class Envelope:
         mix levels most instruments by a gain that holds for a whole cue), else each sample's."""
         i, j = self._bearing(b0, b1)
         seg = self.gains[i:j]
-        # equal but for float rounding (1e-9: 1e-8 dB; float32 samples hold 1e-7): one value
+        # equal to 0.0009 dB: one value. A producer's rounding makes such steps (the guide's ducks
+        # at breakpoints rounded to the microsecond read 1 ± 1e-5 of a ramp): multiplying by them
+        # as a curve took the guide's mixing a third longer in 950 of the ceremony's blocks
         if bool(np.all(np.abs(seg - seg[0]) <= HELD * abs(seg[0]))):
             return float(seg[0])
         return self._curve(b0, b1, i, j)

@@ -142,21 +142,13 @@ def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
     chunks whose sample peak comes within :data:`bs1770.TP_SEARCH_DB` of the ceiling are
     oversampled.
     """
-    ctx = bs1770.TAPS_PER_PHASE
     need = np.ones(len(x), dtype=np.float32)
     bound = 10 ** (bs1770.TP_SEARCH_DB / 20)
     magnitude = bs1770.abs_max_channels(x)
     spans, _ = bs1770.hot_spans(magnitude, ceiling / bound)
-    if spans:
-        # a sample's true peak: its own magnitude and the oversampled values either side of it
-        # (zeros beyond x), the intervals i − 1 to i of each span's samples
-        padded = np.concatenate([np.zeros((ctx, x.shape[1]), np.float32), x,
-                                 np.zeros((ctx, x.shape[1]), np.float32)])
-        between = bs1770.interval_peaks(padded, [(lo + ctx - 1, hi + ctx) for lo, hi in spans])
-        for (lo, hi), v in zip(spans, between):
-            env = np.maximum(np.maximum(v[:-1], v[1:]), magnitude[lo:hi])
-            if float(env.max()) > ceiling:
-                need[lo:hi] = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
+    for (lo, hi), env in zip(spans, bs1770.true_peak_envelopes(x, magnitude, spans)):
+        if float(env.max()) > ceiling:
+            need[lo:hi] = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
     low = np.flatnonzero(need < 1.0)
     if not len(low):
         return None

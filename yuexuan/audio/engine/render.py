@@ -103,15 +103,6 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     dsp.sos_kernel()       # SciPy's filter kernel, loaded once here: the workers forked next share it
-    return _mix_and_level(timeline, p, out_path, fmt, subtype, options, block, nblocks, stems_dir,
-                          progress, checkpoint)
-
-
-def _mix_and_level(timeline: Timeline, p: Plan, out_path: Path, fmt: str, subtype: str,
-                   options: Options, block: int, nblocks: int, stems_dir: str | Path | None,
-                   progress: Callable[[float, str], None] | None,
-                   checkpoint: Callable[[], None]) -> Report:
-    """The synthesis (forked workers), pass 1 and the gain passes of the plan ``p``."""
     # the gain envelopes (a guide mix's: 0.4 s) are made here while the workers synthesise
     p.cache.prefetch(p.keys, tick=checkpoint, group=p.group,
                      meanwhile=lambda: shape(p, timeline, options))

@@ -316,14 +316,15 @@ class TruePeakMeter:
         return 20 * math.log10(self.peak) if self.peak > 0 else float("-inf")
 
 
-def true_peak_envelope(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """Per sample of ``x`` (n, channels), the largest |value| of the oversampled signal in the
-    sample intervals either side of it, over channels (zeros assumed beyond ``x``); ≥ |x|."""
-    x = np.asarray(x, dtype=np.float32)
-    pad = np.zeros((TAPS_PER_PHASE // 2, x.shape[1]), dtype=np.float32)
-    v = oversampled_peaks(np.concatenate([pad, x, pad]))     # v[j]: between samples j-1 and j
-    env = np.maximum(v[:-1], v[1:])
-    return np.maximum(env, abs_max_channels(x))
+def true_peak_envelopes(x: npt.NDArray[np.float32], magnitude: npt.NDArray[np.float32],
+                        spans: list[tuple[int, int]]) -> list[npt.NDArray[np.float32]]:
+    """For each (lo, hi) of ``spans``: per sample of ``x[lo:hi]`` ((n, channels)), the largest
+    |value| of the oversampled signal in the sample intervals either side of it, over channels
+    (zeros assumed beyond ``x``), and at least its own ``magnitude`` (:func:`abs_max_channels`)."""
+    pad = np.zeros((TAPS_PER_PHASE, x.shape[1]), dtype=np.float32)
+    between = interval_peaks(np.concatenate([pad, x, pad]),      # v[k]: from sample lo + k − 1 to lo + k
+                             [(lo + TAPS_PER_PHASE - 1, hi + TAPS_PER_PHASE) for lo, hi in spans])
+    return [np.maximum(np.maximum(v[:-1], v[1:]), magnitude[lo:hi]) for (lo, hi), v in zip(spans, between)]
 
 
 def integrated_loudness(x: npt.NDArray[np.floating[Any]], sample_rate: int) -> float:

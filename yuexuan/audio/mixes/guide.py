@@ -261,19 +261,10 @@ def _duck_db(t: npt.NDArray[np.floating[Any]], ducks: list[tuple[float, float]],
     """The duck (dB ≤ 0) at times ``t``."""
     out = np.zeros(len(t))
     for a, b in ducks:
-        fall = _snapped(np.clip((t - (a - DUCK_RAMP_S)) / DUCK_RAMP_S, 0.0, 1.0))
-        rise = _snapped(np.clip(((b + DUCK_RAMP_S) - t) / DUCK_RAMP_S, 0.0, 1.0))
+        fall = np.clip((t - (a - DUCK_RAMP_S)) / DUCK_RAMP_S, 0.0, 1.0)
+        rise = np.clip(((b + DUCK_RAMP_S) - t) / DUCK_RAMP_S, 0.0, 1.0)
         out = np.minimum(out, -depth_db * np.minimum(fall, rise))
     return out
-
-
-def _snapped(fraction: npt.NDArray[np.floating[Any]]) -> npt.NDArray[np.floating[Any]]:
-    """A ramp's fraction, 0 or 1 where it is within 1e-4 of them: at a breakpoint rounded to the
-    microsecond (:func:`_row`) the ramp reads 1 ± 1e-5, and a duck held at 11.99998 dB here and
-    12 dB there is a gain that moves: the mixer then multiplied the music by a curve in 950 of
-    the ceremony's blocks, each within 0.0003 dB of a constant."""
-    out = np.where(fraction < 1e-4, 0.0, fraction)
-    return np.where(out > 1.0 - 1e-4, 1.0, out)
 
 
 def _row(instruments: Sequence[str], steps: Steps, ducks: list[tuple[float, float]],

@@ -114,9 +114,8 @@ def energy(notes: Sequence[Arrival], n_hops: int) -> npt.NDArray[np.float64]:
     note = np.repeat(np.arange(len(notes)), count)
     hop = h0[note] + np.arange(len(note)) - np.repeat(np.cumsum(count) - count, count)
     t = np.maximum((hop + 0.5) * HOP_S - start[note], 0.0)
-    out: npt.NDArray[np.float64] = np.bincount(hop, weights=scale[note] * np.exp(-2 * t / tau[note]),
-                                               minlength=n_hops).astype(np.float64)
-    return out
+    return np.asarray(np.bincount(hop, weights=scale[note] * np.exp(-2 * t / tau[note]), minlength=n_hops),
+                      dtype=np.float64)
 
 
 def gated_db(hops: npt.NDArray[np.float64]) -> float:

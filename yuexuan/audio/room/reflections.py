@@ -62,16 +62,20 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
+def _height(p: Point, corner: Point, n: Point) -> float:
+    """Signed distance of ``p`` from the plane through ``corner`` with unit normal ``n``."""
+    return (p[0] - corner[0]) * n[0] + (p[1] - corner[1]) * n[1] + (p[2] - corner[2]) * n[2]
+
+
 def _mirrored(p: Point, surface: Surface) -> Point:
     c, n = _frame(surface)[:2]
-    d = 2.0 * ((p[0] - c[0]) * n[0] + (p[1] - c[1]) * n[1] + (p[2] - c[2]) * n[2])
+    d = 2.0 * _height(p, c, n)
     return (p[0] - d * n[0], p[1] - d * n[1], p[2] - d * n[2])
 
 
 def _crossed(surface: Surface, a: Point, b: Point) -> Point | None:
     c, n, e1, e2, l1, l2 = _frame(surface)
-    da = (a[0] - c[0]) * n[0] + (a[1] - c[1]) * n[1] + (a[2] - c[2]) * n[2]
-    db = (b[0] - c[0]) * n[0] + (b[1] - c[1]) * n[1] + (b[2] - c[2]) * n[2]
+    da, db = _height(a, c, n), _height(b, c, n)
     if da * db >= 0.0:
         return None
     t = da / (da - db)
@@ -104,8 +108,11 @@ def crossing(surface: Surface, a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArra
 def blocked(surfaces: Sequence[Surface], a: npt.ArrayLike, b: npt.ArrayLike,
             skip: Collection[str] = ()) -> bool:
     """Whether the segment a→b passes through any surface not in ``skip``."""
-    pa, pb = _point(a), _point(b)
-    return any(_crossed(s, pa, pb) is not None for s in surfaces if s.name not in skip)
+    return _blocked(surfaces, _point(a), _point(b), skip)
+
+
+def _blocked(surfaces: Sequence[Surface], a: Point, b: Point, skip: Collection[str] = ()) -> bool:
+    return any(_crossed(s, a, b) is not None for s in surfaces if s.name not in skip)
 
 
 def _trace(source: Point, listener: Point,
@@ -140,7 +147,7 @@ def reflections(source: npt.ArrayLike, listener: npt.ArrayLike, surfaces: Sequen
             if traced is None:
                 continue
             image, points = traced
-            if any(_crossed(s, a, b) is not None for a, b in itertools.pairwise(points) for s in surfaces):
+            if any(_blocked(surfaces, a, b) for a, b in itertools.pairwise(points)):
                 continue
             out.append(Reflection(tuple(s.name for s in chain), image, math.dist(image, points[-1]),
                                   math.prod(s.reflection for s in chain)))
