@@ -330,3 +330,23 @@ def test_meters_do_not_depend_on_how_the_stream_is_cut(cuts, seed):
     tp.flush()
     assert meter.integrated() == pytest.approx(whole_l, abs=1e-4)
     assert tp.dbtp() == pytest.approx(whole_tp, abs=1e-4)
+
+
+def test_true_peak_envelopes_of_spans_are_the_whole_signals():
+    """The limiter's envelopes, its spans gathered into one product, against the envelope of the
+    whole signal (each sample's own magnitude and the 4x oversampled values either side of it,
+    zeros beyond), for signals and spans drawn afresh (seed printed)."""
+    seed = int(np.random.default_rng().integers(2 ** 32))
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n = int(rng.integers(40, 5000))
+        x = (rng.standard_normal((n, 2)) * rng.uniform(0.01, 1.0)).astype(np.float32)
+        pad = np.zeros((bs1770.TAPS_PER_PHASE, 2), np.float32)
+        # v[i]: between x[i − 1] and x[i]
+        v = bs1770.oversampled_peaks(np.concatenate([pad, x, pad]))[bs1770.TAPS_PER_PHASE // 2:]
+        whole = np.maximum(np.maximum(v[:n], v[1:n + 1]), np.abs(x).max(axis=1))
+        cuts = np.unique(rng.integers(0, n + 1, 2 * int(rng.integers(1, 6))))
+        spans = [(int(a), int(b)) for a, b in zip(cuts[::2], cuts[1::2]) if b > a]
+        got = bs1770.true_peak_envelopes(x, bs1770.abs_max_channels(x), spans)
+        for (lo, hi), env in zip(spans, got):
+            np.testing.assert_allclose(env, whole[lo:hi], rtol=1e-6, atol=1e-7, err_msg=f"seed {seed}")
