@@ -43,7 +43,16 @@ def test_pending_signal_is_delivered_at_the_end_of_the_block(term_raises):
     assert signal.getsignal(signal.SIGTERM) is term_raises
 
 
-def test_sigint_becomes_keyboardinterrupt_at_the_checkpoint():
+@pytest.fixture
+def python_sigint():
+    """SIGINT as Python sets it at start-up (KeyboardInterrupt), whatever the runner inherited: a
+    shell without job control starts its background commands with SIGINT ignored."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_sigint_becomes_keyboardinterrupt_at_the_checkpoint(python_sigint):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     with pytest.raises(KeyboardInterrupt):
         with deferred_signals() as checkpoint:
