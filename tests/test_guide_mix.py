@@ -2,7 +2,8 @@
 
 - the calls over music stand ≥ 10 dB over the other stems in 1–4 kHz, momentary (400 ms), on
   ≥ 80 % of their active windows; the music under them ducked ≤ 12 dB, still within 2 dB through
-  a call (the duck read as the guide's stems over the seat's: the same notes, one gain apart);
+  a call (the duck read as the guide's stems over the seat's: the same notes, one gain apart
+  where the seat's own limiter did not act);
 - the 歌 of 鹿鸣 and 貍首 no more than 6 LU under the instruments (3 s) on ≥ 80 % of the sung time;
 - the whole ceremony (the default build, whose mix is the guide): LRA ≤ 15 LU, −16 ± 1 LUFS,
   true peak ≤ −1 dBTP, DC ≤ −60 dB re RMS, every spoken formula's cue within 6 LU of the programme;
@@ -28,6 +29,8 @@ import soundfile as sf
 from cli_support import DEFAULT_CUES
 from scipy import signal
 
+from yuexuan.audio.engine.plan import CEILING_DBTP
+from yuexuan.audio.engine.render import LIMITER_MARGIN_DB
 from yuexuan.audio.loudness import bs1770, ebu
 from yuexuan.audio.mixes import levels
 from yuexuan.compiler import compile_file
@@ -176,14 +179,26 @@ def test_every_call_over_music_stands_10_db_over_the_rest_in_the_speech_band(cal
         assert share >= 0.80, (group, share)
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 29): the calls peak up to 7 dB over the "
-                   "ceiling and the true-peak limiter pulls the mix down under them: the duck reads "
-                   "18.2 dB (largest 19.6) and moves up to 8.5 dB within a call (measured 2026-12-03); "
-                   "the envelopes alone hold 12 dB, still")
+def _limited_hops(mix: np.ndarray) -> np.ndarray:
+    """Each 100 ms hop of a rendered ``mix`` where its true-peak limiter may have acted: its sample
+    peak within 1 dB of the level the limiter holds (−1.4 dBFS), or a neighbour's (the limiter's
+    gain moves for 8 ms around a peak)."""
+    ceiling_db = CEILING_DBTP - LIMITER_MARGIN_DB
+    n = len(mix) // HOP * HOP
+    peak = np.abs(mix[:n]).max(axis=1).reshape(-1, HOP).max(axis=1)
+    near = _db(peak.astype(np.float64) ** 2) > ceiling_db - 1.0
+    return near | np.r_[near[1:], False] | np.r_[False, near[:-1]]
+
+
 def test_the_duck_is_at_most_12_db_and_still_through_a_call(guide, lishou_render):
     """The guide's instruments over the seat's, hop by hop: one gain apart but for the mix's
-    envelope; within each call it moves ≤ 2 dB, and it lies ≤ 12 dB under the cue's gain."""
-    seat = _read_stems(lishou_render())
+    envelope; within each call it moves ≤ 2 dB, and it lies ≤ 12 dB under the cue's gain.
+    The hops where the seat's own limiter acted (its 建鼓 strokes: 8 s of 貍首) are left out:
+    there the reference moves, not the guide (against an unlimited seat render, 2026-12-07: the
+    same duck, varying ≤ 0.25 dB; main before the dialogue bus: 18.2 dB, varying up to 7.6 dB
+    with these hops left out)."""
+    folder = lishou_render()
+    seat = _read_stems(folder)
     s_music = seat.instruments
     g_music = guide.instruments.copy()       # the instruments of 貍首 (not 鹿鸣's 瑟)
     for k in set(guide.instrument_names) - set(seat.instrument_names):
@@ -194,20 +209,27 @@ def test_the_duck_is_at_most_12_db_and_still_through_a_call(guide, lishou_render
     g_music = g_music[lag:lag + len(s_music)]
     ratio = _db(_hops(g_music)) - _db(_hops(s_music[:len(g_music)]))
     sounding = _db(_hops(s_music[:len(g_music)])) > -70
+    seat_limited = _limited_hops(sf.read(folder / "lishou.wav", dtype="float32")[0])[:len(ratio)]
     calls = sum(_hops(guide.call(k)[lag:lag + len(s_music)]) for k in guide.calls)
     c = _db(calls)
     speaking = c > c.max() - 30
-    cue_gain = np.median(ratio[sounding & ~speaking])
+    cue_gain = np.median(ratio[sounding & ~speaking & ~seat_limited])
     runs = np.split(np.flatnonzero(speaking & sounding),
                     np.flatnonzero(np.diff(np.flatnonzero(speaking & sounding)) > 8) + 1)
     assert len(runs) > 20
-    spreads, depths = [], []
+    spreads, depths, kept, inside = [], [], 0, 0
     for run in runs:
         inner = run[1:-1] if len(run) > 4 else run     # the hops wholly inside the call
+        inside += len(inner)
+        inner = inner[~seat_limited[inner]]
+        kept += len(inner)
+        assert len(inner), "every hop of a call left out"
         spreads.append(float(np.ptp(ratio[inner])))
         depths.append(float(cue_gain - ratio[inner].min()))
-    print(f"{len(runs)} calls: duck {np.median(depths):.1f} dB (largest {max(depths):.1f}), "
-          f"varying {np.median(spreads):.2f} dB (largest {max(spreads):.2f})")
+    print(f"{len(runs)} calls ({kept} of {inside} hops, the seat's limited ones left out): duck "
+          f"{np.median(depths):.1f} dB (largest {max(depths):.1f}), varying {np.median(spreads):.2f} "
+          f"dB (largest {max(spreads):.2f})")
+    assert kept >= 0.6 * inside
     assert max(depths) <= 12.5 and np.median(depths) >= 9.0
     assert max(spreads) <= 2.0
 

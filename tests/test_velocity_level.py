@@ -33,7 +33,7 @@ def levels_db(tl, notes, listener: str = "宾") -> list[float]:
     note's time (a consonant goes before it) to the next note's."""
     p = plan(replace(tl, notes=tuple(notes), selection=None),
              Options(sample_rate=RATE, listener=listener), courtyard.listeners())
-    y = np.concatenate([m.copy() for _, m, _ in mix.blocks(p, 8192)])
+    y = np.concatenate([b.mix.copy() for b in mix.blocks(p, 8192)])
     times = [int((n.time - 0.3) * RATE) for n in notes] + [len(y)]
     out = []
     for a, b in itertools.pairwise(times):

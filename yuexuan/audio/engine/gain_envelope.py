@@ -35,6 +35,10 @@ class GainEnvelope:
     instruments: tuple[str, ...]
     times_s: tuple[float, ...]
     gains: tuple[float, ...]
+    #: the instruments are speech, the dialogue bus of a produced mix: their sum is limited on its
+    #: own, under the ceiling (yuexuan/audio/engine/passes.py), so that their peaks do not pull the
+    #: music under them down with them
+    dialogue: bool = False
 
     def __post_init__(self) -> None:
         if not self.instruments or len(self.times_s) != len(self.gains) or not self.times_s:
@@ -56,6 +60,7 @@ class Envelope:
     def __init__(self, env: GainEnvelope, sample_rate: int) -> None:
         self.at = np.asarray(env.times_s, dtype=np.float64) * sample_rate
         self.gains = np.asarray(env.gains, dtype=np.float64)
+        self.dialogue = env.dialogue
         self._ramp = np.zeros(0, dtype=np.float32)      # 0, 1, 2 … for :meth:`_curve`
 
     def _bearing(self, b0: int, b1: int) -> tuple[int, int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -12,17 +12,28 @@ from yuexuan.audio.engine.plan import Plan
 from yuexuan.audio.loudness import bs1770
 
 
+class Mixed(NamedTuple):
+    """One block of the mix; each array a new one, the caller's."""
+
+    start: int                                          # its first sample
+    mix: npt.NDArray[np.float32]                        # (n, 2) float32
+    stems: dict[int, npt.NDArray[np.float32]] | None    # {instrument index: (n, 2)}, if asked for
+    speech: npt.NDArray[np.float32] | None              # the dialogue bus's part of ``mix`` (n, 2)
+    #                                                     (``Plan.speech``), None where none sounds
+
+
 def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int | None = None,
-           ) -> Iterator[tuple[int, npt.NDArray[np.float32], dict[int, npt.NDArray[np.float32]] | None]]:
-    """Yield (start sample, mix (n, 2) float32, {instrument index: (n, 2)} or None) per block,
-    blocks ``first`` to ``stop`` (exclusive; None: the end); each array a new one, the caller's.
+           ) -> Iterator[Mixed]:
+    """Yield each block's :class:`Mixed`, blocks ``first`` to ``stop`` (exclusive; None: the end).
 
     A singer's mono take is added through his seat's taps into a channel-major bus (each channel's
     row contiguous: twice as fast as a column of the interleaved mix), added to the mix once a
     block. An instrument with a gain envelope (``p.envelopes``) is summed apart, multiplied by its
     gain over the block and then added to the mix; its stem is that product (the stems add up
     to the mix). Without stems the instruments of one envelope are summed apart together (a
-    guide mix's players share one: one product a block, not one an instrument).
+    guide mix's players share one: one product a block, not one an instrument). The dialogue
+    bus's instruments (``p.speech``) are each summed apart, by their gain, into ``speech``,
+    which is then added to the mix.
     """
     nev = len(p.starts)
     nxt = 0
@@ -48,7 +59,7 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
         group: dict[int, int] = {}
         shaped: dict[int, npt.NDArray[np.float32]] = {}
         buses: dict[int, npt.NDArray[np.float32]] = {}    # a group's singers, channel-major
-        gains_of: dict[int, npt.NDArray[np.float32]] = {}
+        gains_of: dict[int, float | npt.NDArray[np.float32]] = {}
         keep = []
         sung = False
         for e in active:
@@ -61,7 +72,10 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
             i = int(p.inst[e])
             if i not in scales and i not in group:
                 env = p.envelopes.get(i)
-                if env is None:
+                if i in p.speech:              # the dialogue bus: apart, whatever its gain
+                    group[i] = i
+                    gains_of[i] = 1.0 if env is None else env.gain(b0, b1)
+                elif env is None:
                     scales[i] = 1.0
                 else:
                     row = by_row.get(id(env))
@@ -122,20 +136,35 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
         active = keep
         if sung:
             mix += bus[:, :b1 - b0].T
+        speech: npt.NDArray[np.float32] | None = None
         for key, singers in buses.items():
             singers *= gains_of[key]
-            mix += singers.T
+            if key in p.speech:
+                speech = singers.T.copy() if speech is None else _plus(speech, singers.T)
+            else:
+                mix += singers.T
         for key, own in shaped.items():
-            own *= gains_of[key][:, None]
-            mix += own
-        yield b0, mix, parts
+            gain = gains_of[key]
+            own *= gain if isinstance(gain, float) else gain[:, None]
+            if key in p.speech:
+                speech = own.copy() if speech is None else _plus(speech, own)
+            else:
+                mix += own
+        if speech is not None:
+            mix += speech
+        yield Mixed(b0, mix, parts, speech)
+
+
+def _plus(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    a += b
+    return a
 
 
 def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
-                 lead: int) -> npt.NDArray[np.float32] | None:
+                 lead: int, true_peak: bool = True) -> npt.NDArray[np.float32] | None:
     """Gain (≤ 1) for the middle of ``x`` (after ``lead`` samples of context, before the same at
-    the end) that keeps the 4× oversampled peak at or below ``ceiling`` (linear); None if no
-    sample needs less than unity.
+    the end) that keeps the 4× oversampled peak (``true_peak`` False: the sample peak) at or
+    below ``ceiling`` (linear); None if no sample needs less than unity.
 
     Minimum filter then moving average of the required gain, both 2·window+1 wide: the average of
     minima around a sample never exceeds the gain required there (zero latency, offline). Only
@@ -143,12 +172,16 @@ def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
     oversampled.
     """
     need = np.ones(len(x), dtype=np.float32)
-    bound = 10 ** (bs1770.TP_SEARCH_DB / 20)
     magnitude = bs1770.abs_max_channels(x)
-    spans, _ = bs1770.hot_spans(magnitude, ceiling / bound)
-    for (lo, hi), env in zip(spans, bs1770.true_peak_envelopes(x, magnitude, spans)):
-        if float(env.max()) > ceiling:
-            need[lo:hi] = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
+    if true_peak:
+        bound = 10 ** (bs1770.TP_SEARCH_DB / 20)
+        spans, _ = bs1770.hot_spans(magnitude, ceiling / bound)
+        for (lo, hi), env in zip(spans, bs1770.true_peak_envelopes(x, magnitude, spans)):
+            if float(env.max()) > ceiling:
+                need[lo:hi] = np.minimum(1.0, ceiling / np.maximum(env, 1e-12))
+    else:
+        over = np.flatnonzero(magnitude > ceiling)
+        need[over] = ceiling / magnitude[over]
     low = np.flatnonzero(need < 1.0)
     if not len(low):
         return None

@@ -173,6 +173,8 @@ class Plan:
     # events whose waveform is a mono take heard through these taps (an ensemble's singers), by index
     envelopes: dict[int, Envelope] = field(default_factory=dict)
     # the gain over time of the instruments (index into names) that Options.envelopes shapes
+    speech: frozenset[int] = frozenset()
+    # the instruments (index into names) of the dialogue bus: those of envelopes marked dialogue
 
     @property
     def duration_s(self) -> float:
@@ -308,3 +310,4 @@ def shape(placed: Plan, timeline: Timeline, options: Options) -> None:
     if options.envelopes is not None:
         placed.envelopes = by_instrument(options.envelopes(timeline, placed), placed.names,
                                          placed.sample_rate)
+        placed.speech = frozenset(i for i, env in placed.envelopes.items() if env.dialogue)

@@ -51,6 +51,7 @@ LIMITER_MARGIN_DB = 0.4        # the limiter aims this far under the ceiling
 SPLIT_MIN_BLOCKS = 8           # a shorter render is one stretch (not worth a second process)
 STRETCH_BLOCKS = 64            # blocks of a stretch that the two processes share (about)
 T = TypeVar("T")
+Spools = tuple[Spool | None, Spool | None]      # pass 1's mix; its dialogue bus's part
 LOUDNESS_TOLERANCE_LU = 0.1    # re-run the gain pass if the limiter moved loudness more
 MAX_GAIN_PASSES = 3
 
@@ -118,19 +119,27 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
         spool = Spool.open(out_path.parent, p.total) if stems_dir is None else None
         if spool is not None:
             stack.enter_context(spool)
+        # the dialogue bus's part of the mix, where it sounds (a sparse file), for its own limiter
+        speech_spool = Spool.open(out_path.parent, p.total, reserve=False) \
+            if spool is not None and p.speech else None
+        if speech_spool is not None:
+            stack.enter_context(speech_spool)
+        elif p.speech:
+            spool = None                       # pass 2 mixes again, the dialogue bus apart
 
         def mix_and_measure(k0: int, k1: int, here: bool) -> passes.Measured:
             return passes.measure(p, block, k0, k1, checkpoint if here else _nothing,
                                   _share_of(progress, "mix", 0.0, k0, k1, nblocks) if here else None,
-                                  spool)
+                                  spool, speech_spool)
 
         m = passes.joined(_shared(mix_and_measure, bounds, shared, checkpoint))
-        return _gain_passes(timeline, p, out_path, fmt, subtype, options, block, m, spool,
-                            bounds if split else None, stems_dir, progress, checkpoint)
+        return _gain_passes(timeline, p, out_path, fmt, subtype, options, block, m,
+                            (spool, speech_spool), bounds if split else None, stems_dir, progress,
+                            checkpoint)
 
 
 def _gain_passes(timeline: Timeline, p: Plan, out_path: Path, fmt: str, subtype: str,
-                 options: Options, block: int, m: passes.Measured, spool: Spool | None,
+                 options: Options, block: int, m: passes.Measured, spools: Spools,
                  bounds: list[tuple[int, int]] | None, stems_dir: str | Path | None,
                  progress: Callable[[float, str], None] | None,
                  checkpoint: Callable[[], None]) -> Report:
@@ -140,12 +149,13 @@ def _gain_passes(timeline: Timeline, p: Plan, out_path: Path, fmt: str, subtype:
     # (yuexuan/audio/loudness/gainfit.py); then corrections from the measured passes
     hop_peaks = np.concatenate(m.hop_peaks)[:len(m.hops)] if m.hop_peaks else np.zeros((0, 2, 1))
     ceiling = 10 ** ((options.ceiling_dbtp - LIMITER_MARGIN_DB) / 20)
-    gain_db = gainfit.first_gain_db(m.hops, hop_peaks, options.target_lufs, ceiling)
+    ceilings = passes.chunk_ceilings(m, ceiling)
+    gain_db = gainfit.first_gain_db(m.hops, hop_peaks, options.target_lufs, ceilings)
     measured: list[tuple[float, float]] = []
     passes_run = 0
     while True:
         passes_run += 1
-        args = (p, out_path, fmt, subtype, 10 ** (gain_db / 20), ceiling, block, m, spool,
+        args = (p, out_path, fmt, subtype, 10 ** (gain_db / 20), ceiling, block, m, spools,
                 progress, checkpoint)
         rep = _gain_pass_split(*args, bounds) if bounds is not None else \
             _gain_pass(*args, Path(stems_dir) if stems_dir else None)
@@ -154,7 +164,7 @@ def _gain_passes(timeline: Timeline, p: Plan, out_path: Path, fmt: str, subtype:
                 or passes_run >= MAX_GAIN_PASSES:
             break
         measured.append((gain_db, rep.loudness_lufs))
-        gain_db = gainfit.next_gain_db(measured, options.target_lufs, m.hops, hop_peaks, ceiling)
+        gain_db = gainfit.next_gain_db(measured, options.target_lufs, m.hops, hop_peaks, ceilings)
     rep.notes = len(p.starts)
     rep.passes = passes_run
     rows = captions.chapters(timeline, p.duration_s)
@@ -211,7 +221,7 @@ def _report(p: Plan, out_path: Path, block: int, gain: float, m: passes.Measured
 
 
 def _gain_pass_split(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, ceiling: float,
-                     block: int, m: passes.Measured, spool: Spool | None,
+                     block: int, m: passes.Measured, spools: Spools,
                      progress: Callable[[float, str], None] | None, checkpoint: Callable[[], None],
                      bounds: list[tuple[int, int]]) -> Report:
     """The gain pass in stretches shared with a forked child, both writing 16-bit PCM into one WAV
@@ -223,7 +233,7 @@ def _gain_pass_split(p: Plan, out_path: Path, fmt: str, subtype: str, gain: floa
             output.pwrite_all(fd, output.wav_header(p.total, p.sample_rate), 0)
             _reserve(fd, output.WAV_HEADER_BYTES + 4 * p.total)
 
-            def sink(k: int, y: npt.NDArray[np.float32], parts: object, g: object) -> None:
+            def sink(k: int, y: npt.NDArray[np.float32], parts: object, g: object, gs: object) -> None:
                 if m.peaks[k] == 0.0 and not y.any():     # silence: the file reads zeros there
                     return
                 output.pwrite_all(fd, output.to_pcm16(y), output.WAV_HEADER_BYTES + 4 * k * block)
@@ -232,7 +242,7 @@ def _gain_pass_split(p: Plan, out_path: Path, fmt: str, subtype: str, gain: floa
                 return passes.level(p, block, k0, k1, gain, ceiling, m, sink,
                                     checkpoint if here else _nothing,
                                     _share_of(progress, "level", 0.5, k0, k1, nblocks) if here else None,
-                                    spool=spool)
+                                    spool=spools[0], speech_spool=spools[1])
 
             parts = _shared(level, bounds, True, checkpoint)
         finally:
@@ -252,7 +262,7 @@ def _reserve(fd: int, size: int) -> None:
 
 
 def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, ceiling: float,
-               block: int, m: passes.Measured, spool: Spool | None,
+               block: int, m: passes.Measured, spools: Spools,
                progress: Callable[[float, str], None] | None, checkpoint: Callable[[], None],
                stems_dir: Path | None) -> Report:
     """The gain pass in one stretch, here, through libsndfile (any format; the stems)."""
@@ -279,7 +289,7 @@ def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, cei
         limiting = [DcFreeLimiting(sr) for _ in stem_files]     # each stem as the mix (passes.level)
 
         def write(k: int, y: npt.NDArray[np.float32], parts: dict[int, npt.NDArray[np.float32]],
-                  g: npt.NDArray[np.floating[Any]] | None) -> None:
+                  g: passes.Gain, gs: passes.Gain) -> None:
             out.write(output.to_pcm16(y))
             for i, f in enumerate(stem_files):
                 part = parts.get(i)
@@ -287,10 +297,12 @@ def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, cei
                     part = np.zeros(y.shape, dtype=np.float32)
                 else:
                     part *= np.float32(gain)
+                if i in p.speech and gs is not None:        # the dialogue bus's own limiter first
+                    part = part * gs[:, None].astype(np.float32)
                 part = limiting[i].apply(part, g)
                 f.write(part if float_stems else output.to_pcm16(part))
 
         q = passes.level(p, block, 0, len(m.peaks), gain, ceiling, m, write, checkpoint,
                          _share_of(progress, "level", 0.5, 0, len(m.peaks), len(m.peaks)),
-                         stems=stems_dir is not None, spool=spool)
+                         stems=stems_dir is not None, spool=spools[0], speech_spool=spools[1])
     return _report(p, out_path, block, gain, m, [q], stem_paths)

@@ -34,16 +34,19 @@ class Spool:
         self.frames = frames
 
     @classmethod
-    def open(cls, directory: Path, frames: int) -> Spool | None:
-        """A spool of ``frames`` frames in ``directory`` (its space reserved), or None where it
-        cannot be made there (no space, no ``posix_fallocate``)."""
+    def open(cls, directory: Path, frames: int, reserve: bool = True) -> Spool | None:
+        """A spool of ``frames`` frames in ``directory`` (its space reserved, or with ``reserve``
+        False a sparse file: one written in a few places), or None where it cannot be made there
+        (no space, no ``posix_fallocate``)."""
         try:
             file = tempfile.TemporaryFile(dir=directory, prefix=".yuexuan-spool-")  # noqa: SIM115 (kept open: the Spool closes it)
         except OSError:
             return None
         try:
-            if frames > 0:
+            if frames > 0 and reserve:
                 os.posix_fallocate(file.fileno(), 0, FRAME_BYTES * frames)
+            elif frames > 0:
+                os.ftruncate(file.fileno(), FRAME_BYTES * frames)
         except (OSError, AttributeError):
             file.close()
             return None
@@ -66,16 +69,16 @@ class Spool:
         return out
 
     def blocks(self, block: int, first: int, stop: int, skip: Callable[[int], bool] = lambda k: False,
-               ) -> Iterator[tuple[int, npt.NDArray[np.float32], None]]:
-        """Blocks ``first`` to ``stop`` (exclusive) as :func:`yuexuan.audio.engine.mix.blocks` yields
-        them without stems: (start frame, a new array, None); zeros, not read, for a block ``k``
-        where ``skip(k)`` (one known silent, which pass 1 need not have written)."""
+               ) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
+        """Blocks ``first`` to ``stop`` (exclusive) of ``block`` frames: (start frame, a new array);
+        zeros, not read, for a block ``k`` where ``skip(k)`` (one known silent, which pass 1 need
+        not have written)."""
         for k in range(first, stop):
             b0 = k * block
             if b0 >= self.frames:
                 return
             n = min(self.frames, b0 + block) - b0
-            yield b0, np.zeros((n, 2), np.float32) if skip(k) else self.read(b0, n), None
+            yield b0, np.zeros((n, 2), np.float32) if skip(k) else self.read(b0, n)
 
     def close(self) -> None:
         self._file.close()

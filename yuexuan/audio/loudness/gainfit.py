@@ -43,10 +43,13 @@ def chunk_stats(mix: npt.NDArray[np.float32], hop: int) -> npt.NDArray[np.float6
     return np.stack([energy, peak]).astype(np.float64).reshape(2, whole, CHUNKS).transpose(1, 0, 2)
 
 
+Ceiling = float | npt.NDArray[np.float64]     # linear: one, or each chunk's (hops, CHUNKS)
+
+
 def predicted_lufs(hops: npt.NDArray[np.float64], stats: npt.NDArray[np.float64], gain_db: float,
-                   ceiling: float) -> float:
+                   ceiling: Ceiling) -> float:
     """Integrated loudness of the mix at ``gain_db`` if each chunk (:func:`chunk_stats`) whose
-    sample peak the gain puts over ``ceiling`` (linear) were held to it."""
+    sample peak the gain puts over ``ceiling`` (linear; or each chunk's) were held to it."""
     g = 10 ** (gain_db / 20)
     energy, peak = stats[:, 0], stats[:, 1]
     scale = np.minimum(1.0, ceiling / np.maximum(peak * g, 1e-30)) ** 2
@@ -56,7 +59,7 @@ def predicted_lufs(hops: npt.NDArray[np.float64], stats: npt.NDArray[np.float64]
 
 
 def first_gain_db(hops: npt.NDArray[np.float64], peaks: npt.NDArray[np.float64], target_lufs: float,
-                  ceiling: float) -> float:
+                  ceiling: Ceiling) -> float:
     """The gain (dB) the model says reaches ``target_lufs``: the unlimited mix's gain when the
     limiter would not act, else found by bisection (at most :data:`SEARCH_DB` above it)."""
     unlimited = bs1770.gated_loudness(hops)
@@ -78,7 +81,7 @@ def first_gain_db(hops: npt.NDArray[np.float64], peaks: npt.NDArray[np.float64],
 
 
 def next_gain_db(passes: list[tuple[float, float]], target_lufs: float, hops: npt.NDArray[np.float64],
-                 peaks: npt.NDArray[np.float64], ceiling: float) -> float:
+                 peaks: npt.NDArray[np.float64], ceiling: Ceiling) -> float:
     """The next gain (dB) after the measured ``passes`` [(gain dB, loudness LUFS)]: a secant
     through the last two, or from one by the model's slope there."""
     g1, l1 = passes[-1]

@@ -24,6 +24,11 @@ as gain envelopes (:class:`yuexuan.audio.engine.gain_envelope.GainEnvelope`):
    keeps a third of its own level's difference (``SYLLABLE_RATIO``: the 获者's soft 商 call stays
    under his loud 宫 by 2.3 dB, not 7), the gain moving between syllables.
 
+5. **Speech limited on its own.** The voices' envelopes are the dialogue bus
+   (``GainEnvelope.dialogue``): the engine limits their sum first, keyed by the whole mix, 1 dB
+   under the ceiling, so that the peaks of a call (the loudest thing under it) do not take the
+   whole mix, and the ducked music with it, down by up to 8 dB at each syllable.
+
 The engine then brings the whole to −16 LUFS and limits its true peak to −1 dBTP, as for every
 render. The targets are relative (dB re 1 Pa² before that final gain).
 """
@@ -115,7 +120,7 @@ def rows(timeline: Timeline, listener: Listener, names: Sequence[str]) -> list[G
         out.append(_row([nm], _speech_steps([s for u in utterances[nm]
                                              for s in _syllable_gains(u, share[nm], loud[nm], band_rest,
                                                                       _unison(starts, u[0]))]),
-                        [], 0.0))
+                        [], 0.0, dialogue=True))
     return out
 
 
@@ -268,9 +273,9 @@ def _duck_db(t: npt.NDArray[np.floating[Any]], ducks: list[tuple[float, float]],
 
 
 def _row(instruments: Sequence[str], steps: Steps, ducks: list[tuple[float, float]],
-         depth_db: float) -> GainEnvelope:
+         depth_db: float, dialogue: bool = False) -> GainEnvelope:
     """One envelope: the piecewise-linear dB curve of ``steps`` less the ducks, as linear gains at
-    the union of their breakpoints."""
+    the union of their breakpoints (``dialogue``: the instruments are the dialogue bus)."""
     times = [t for t, _ in steps]
     for a, b in ducks:
         times += [a - DUCK_RAMP_S, a, b, b + DUCK_RAMP_S]
@@ -279,4 +284,4 @@ def _row(instruments: Sequence[str], steps: Steps, ducks: list[tuple[float, floa
     order = np.argsort(st, kind="stable")
     db = np.interp(t, st[order], sg[order]) + _duck_db(t, ducks, depth_db)
     return GainEnvelope(tuple(instruments), tuple(float(x) for x in t),
-                        tuple(float(10 ** (v / 20)) for v in db))
+                        tuple(float(10 ** (v / 20)) for v in db), dialogue)
