@@ -84,3 +84,29 @@ def test_render_command_starts_without_scipy_signal():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "scipy.signal'" not in out and "scipy.stats" not in out, out
     assert "scipy.linalg" not in out and "scipy.ndimage" not in out, out
+
+
+def test_sample_peak_limiter_holds_its_ceiling_and_leaves_the_rest():
+    """The dialogue bus's limiter (mix.limiter_gain by sample peak), on signals drawn afresh: no
+    sample of the middle over the ceiling once the gain is applied, the gain exactly 1 farther than
+    two windows from every sample over it, and None where none is over."""
+    from yuexuan.audio.engine import mix
+    seed = random.randrange(2**32)
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        n, w, lead = int(rng.integers(2000, 20000)), int(rng.integers(1, 200)), int(rng.integers(0, 600))
+        x = (rng.standard_normal((n + 2 * lead, 2)) * 0.1).astype(np.float32)
+        for at in rng.integers(0, len(x), int(rng.integers(0, 6))):
+            x[at:at + int(rng.integers(1, 500))] *= np.float32(rng.uniform(2, 40))
+        ceiling = float(rng.uniform(0.2, 0.9))
+        g = mix.limiter_gain(x, ceiling, w, lead, true_peak=False)
+        over = np.flatnonzero(np.abs(x).max(axis=1) > ceiling)
+        if g is None:
+            assert not len(over[(over >= lead - 2 * w) & (over < lead + n + 2 * w)]), seed
+            continue
+        mid = x[lead:lead + n]
+        assert len(g) == n and float(np.abs(mid * g[:, None]).max()) <= ceiling * (1 + 1e-5), seed
+        far = np.ones(len(x), dtype=bool)
+        for o in over:
+            far[max(0, o - 2 * w - 1):o + 2 * w + 2] = False
+        assert np.all(g[far[lead:lead + n]] == 1.0), seed

@@ -25,9 +25,9 @@ as gain envelopes (:class:`yuexuan.audio.engine.gain_envelope.GainEnvelope`):
    under his loud 宫 by 2.3 dB, not 7), the gain moving between syllables.
 
 5. **Speech limited on its own.** The voices' envelopes are the dialogue bus
-   (``GainEnvelope.dialogue``): the engine limits their sum first, keyed by the whole mix, 1 dB
-   under the ceiling, so that the peaks of a call (the loudest thing under it) do not take the
-   whole mix, and the ducked music with it, down by up to 8 dB at each syllable.
+   (``GainEnvelope.dialogue``): the engine limits their sum first, keyed by the whole mix's
+   sample peak, 1 dB under the ceiling, so that the peaks of a call (the loudest thing under it)
+   do not take the whole mix, and the ducked music with it, down by up to 8 dB at each syllable.
 
 The engine then brings the whole to −16 LUFS and limits its true peak to −1 dBTP, as for every
 render. The targets are relative (dB re 1 Pa² before that final gain).
