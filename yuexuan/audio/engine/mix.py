@@ -41,6 +41,8 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
     scratch = np.empty(2 * block, dtype=np.float32)
     bus = np.zeros((2, block), dtype=np.float32)
     end = p.total if stop is None else min(p.total, stop * block)
+    # the dialogue bus's instruments heard through taps (an ensemble speaking): summed apart
+    tapped = {int(p.inst[e]) for e in p.taps} & p.speech if p.speech else set()
     for b0 in range(first * block, end, block):
         b1 = min(p.total, b0 + block)
         while nxt < nev and p.starts[nxt] < b1:
@@ -62,6 +64,7 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
         gains_of: dict[int, float | npt.NDArray[np.float32]] = {}
         keep = []
         sung = False
+        speech: npt.NDArray[np.float32] | None = None     # the dialogue bus's sum, (n, 2)
         for e in active:
             s, t = int(p.starts[e]), int(p.ends[e])
             if t <= b0:
@@ -72,9 +75,13 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
             i = int(p.inst[e])
             if i not in scales and i not in group:
                 env = p.envelopes.get(i)
-                if i in p.speech:              # the dialogue bus: apart, whatever its gain
-                    group[i] = i
-                    gains_of[i] = 1.0 if env is None else env.gain(b0, b1)
+                if i in p.speech:              # the dialogue bus: into its own sum
+                    said = 1.0 if env is None else env.gain(b0, b1)
+                    if isinstance(said, float) and i not in tapped:
+                        scales[i] = said
+                    else:
+                        group[i] = i
+                        gains_of[i] = said
                 elif env is None:
                     scales[i] = 1.0
                 else:
@@ -102,7 +109,12 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
                         parts[i] = own
                 targets = [own]
             else:
-                targets = [mix]
+                bed = mix
+                if i in p.speech:
+                    if speech is None:
+                        speech = np.zeros((b1 - b0, 2), dtype=np.float32)
+                    bed = speech
+                targets = [bed]
                 if parts is not None:
                     if i not in parts:
                         parts[i] = np.zeros((b1 - b0, 2), dtype=np.float32)
@@ -136,28 +148,21 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
         active = keep
         if sung:
             mix += bus[:, :b1 - b0].T
-        speech: npt.NDArray[np.float32] | None = None
         for key, singers in buses.items():
             singers *= gains_of[key]
-            if key in p.speech:
-                speech = singers.T.copy() if speech is None else _plus(speech, singers.T)
-            else:
-                mix += singers.T
+            mix += singers.T
         for key, own in shaped.items():
             gain = gains_of[key]
             own *= gain if isinstance(gain, float) else gain[:, None]
             if key in p.speech:
-                speech = own.copy() if speech is None else _plus(speech, own)
+                if speech is None:
+                    speech = np.zeros((b1 - b0, 2), dtype=np.float32)
+                speech += own
             else:
                 mix += own
         if speech is not None:
             mix += speech
         yield Mixed(b0, mix, parts, speech)
-
-
-def _plus(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    a += b
-    return a
 
 
 def limiter_gain(x: npt.NDArray[np.float32], ceiling: float, window: int,
