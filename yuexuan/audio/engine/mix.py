@@ -42,7 +42,8 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
     bus = np.zeros((2, block), dtype=np.float32)
     end = p.total if stop is None else min(p.total, stop * block)
     # the dialogue bus's instruments heard through taps (an ensemble speaking): summed apart
-    tapped = {int(p.inst[e]) for e in p.taps} & p.speech if p.speech else set()
+    tapped = set(np.unique(p.inst[np.fromiter(p.taps, np.int64, len(p.taps))]).tolist()) & p.speech \
+        if p.speech and p.taps else set()
     for b0 in range(first * block, end, block):
         b1 = min(p.total, b0 + block)
         while nxt < nev and p.starts[nxt] < b1:

@@ -81,7 +81,7 @@ def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None
         if counted:
             m.states.append(zi.copy())
             m.hop_peaks.append(stats)
-            m.speech.append(None if speech is None else gainfit.chunk_stats(speech, hop)[:, 1] > 0)
+            m.speech.append(None if speech is None else _sounding_chunks(speech, len(stats), hop))
             if speech_spool is not None and speech is not None:
                 speech_spool.write(b0, speech)
             # the block's sample peak: its whole hops' chunk peaks (no second pass over the
@@ -182,16 +182,19 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
             hot = max(edges, m.peaks[k] * gain * 1.0001) * search
             # the dialogue bus first: its gain keyed by the whole mix, applied to it alone
             gs = None
+            seen = None                 # the block in its context, as the limiters see it
             if speech is not None and hot > speech_ceiling * search:
-                gs = limiter_gain(context(cur, nxt.mix), speech_ceiling, window, lead, true_peak=False)
+                seen = context(cur, nxt.mix)
+                gs = limiter_gain(seen, speech_ceiling, window, lead, true_peak=False)
                 if gs is not None:
                     gs = np.maximum(gs, np.float32(SPEECH_FLOOR))
             if speech is not None and gs is not None:      # (speech's pulled peaks leave no DC
                 cur = cur + speech * (gs - np.float32(1.0))[:, None]      # worth a restoring pulse)
                 hot = max(edges, _peak(cur)) * search
+                seen = None
             g = None
             if hot > ceiling:
-                g = limiter_gain(context(cur, nxt.mix), ceiling, window, lead)
+                g = limiter_gain(seen if seen is not None else context(cur, nxt.mix), ceiling, window, lead)
             y = dc_free.apply(cur, g)
             prev_tail = cur[-lead:] if len(cur) >= lead else np.concatenate([prev_tail, cur])[-lead:]
             if g is not None or gs is not None or carry is not None:
@@ -214,6 +217,13 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
         tp.flush()
     out.peak = tp.peak
     return out
+
+
+def _sounding_chunks(x: npt.NDArray[np.float32], hops: int, hop: int) -> npt.NDArray[np.bool_]:
+    """(hops, 10): whether each 10 ms chunk of ``x``'s first ``hops`` whole hops has a sample ≠ 0."""
+    if hop % gainfit.CHUNKS:
+        return gainfit.chunk_stats(x, hop)[:, 1] > 0
+    return x[:hops * hop].reshape(hops * gainfit.CHUNKS, -1).any(axis=1).reshape(hops, gainfit.CHUNKS)
 
 
 def _peak(x: npt.NDArray[np.float32]) -> float:

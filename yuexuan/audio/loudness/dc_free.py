@@ -38,8 +38,9 @@ class DcFreeLimiting:
     def apply(self, x: npt.NDArray[np.float32],
               g: npt.NDArray[np.floating] | None) -> npt.NDArray[np.float32]:
         """``x`` (n, channels) float32 with the gain ``g`` (n,) applied (None: 1 throughout): a new
-        array, or ``x`` itself when nothing is to be done. Computed in float64 where the gain is
-        not 1 or a pulse is added, elsewhere ``x``'s own samples (the same values)."""
+        array, or ``x`` itself when nothing is to be done. The area taken away is summed in
+        float64, the gain and the pulses applied in float32 (a pass over a block, not four: the
+        pulse after each limited block lasts most of the next; the same to 1 ulp)."""
         changed = np.flatnonzero(np.asarray(g) != 1.0) if g is not None else np.zeros(0, np.intp)
         if not len(changed) and not len(self._pending):
             return x
@@ -55,12 +56,9 @@ class DcFreeLimiting:
                         [self._pending, np.zeros((need - len(self._pending), x.shape[1]))])
                 self._pending[end:need] += self._pulse[:, None] * area[None, :]
         m = min(n, len(self._pending))
-        w = max(end, m)                                # the samples that change
-        z = x[:w].astype(np.float64)
-        if g is not None and end:
-            z[a:end] *= gain
-        z[:m] += self._pending[:m]
         y = x.copy()
-        y[:w] = z
+        if g is not None and end:
+            y[a:end] *= np.asarray(g[a:end], dtype=np.float32)[:, None]
+        y[:m] += self._pending[:m].astype(np.float32)
         self._pending = self._pending[m:] if len(self._pending) > n else self._pending[:0]
         return y
