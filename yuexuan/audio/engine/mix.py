@@ -32,8 +32,8 @@ def blocks(p: Plan, block: int, stems: bool = False, first: int = 0, stop: int |
     gain over the block and then added to the mix; its stem is that product (the stems add up
     to the mix). Without stems the instruments of one envelope are summed apart together (a
     guide mix's players share one: one product a block, not one an instrument). The dialogue
-    bus's instruments (``p.speech``) are each summed apart, by their gain, into ``speech``,
-    which is then added to the mix.
+    bus's instruments (``p.speech``) are summed, each at its gain, into a sum of their own,
+    ``speech``, which is then added to the mix.
     """
     nev = len(p.starts)
     nxt = 0
