@@ -154,13 +154,18 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
     first = max(0, k0 - 1 - math.ceil(PULSE_S * sr / block))
     stop = min(nblocks, k1 + 1)
     # a block pass 1 found silent is not read back (nor written to the spool): zeros
-    mixed = _from_spools(spool, speech_spool, block, first, stop, m) \
+    mixed = _from_spools(spool, block, first, stop, m) \
         if spool is not None and not stems else blocks(p, block, stems=stems, first=first, stop=stop)
 
     def read_block() -> Mixed:
         b = next(mixed)
-        return Mixed(b.start, b.mix * np.float32(gain), b.stems or {},
-                     None if b.speech is None else b.speech * np.float32(gain))
+        return Mixed(b.start, b.mix * np.float32(gain), b.stems or {}, b.speech)    # speech unscaled
+
+    def spoken(k: int, mixed_speech: npt.NDArray[np.float32] | None, n: int) -> npt.NDArray[np.float32]:
+        """Block k's dialogue bus, unscaled: as mixed again, or read back from pass 1's spool."""
+        if mixed_speech is not None or speech_spool is None:
+            return mixed_speech if mixed_speech is not None else np.zeros((n, 2), np.float32)
+        return speech_spool.read(k * block, n)
 
     def context(cur: npt.NDArray[np.float32], head: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """The block with the limiter's look-back and look-ahead."""
@@ -174,7 +179,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
         prev_tail = np.zeros((lead, 2), np.float32)
         for k in range(first, k1):
             checkpoint()
-            cur, parts, speech = nxt.mix, nxt.stems or {}, nxt.speech
+            cur, parts, mixed_speech = nxt.mix, nxt.stems or {}, nxt.speech
             nxt = read_block() if k + 1 < nblocks else Mixed(0, silence, {}, None)
             # the sample peak of what a limiter sees (the block, its look-back and look-ahead): a
             # limiter whose ceiling lies TP_SEARCH_DB over it gives no gain (limiter_gain: None)
@@ -183,13 +188,13 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
             # the dialogue bus first: its gain keyed by the whole mix, applied to it alone
             gs = None
             seen = None                 # the block in its context, as the limiters see it
-            if speech is not None and hot > speech_ceiling * search:
+            if m.speech[k] is not None and hot > speech_ceiling * search:
                 seen = context(cur, nxt.mix)
                 gs = limiter_gain(seen, speech_ceiling, window, lead, true_peak=False)
-                if gs is not None:
-                    gs = np.maximum(gs, np.float32(SPEECH_FLOOR))
-            if speech is not None and gs is not None:      # (speech's pulled peaks leave no DC
-                cur = cur + speech * (gs - np.float32(1.0))[:, None]      # worth a restoring pulse)
+            if gs is not None:          # (speech's pulled peaks leave no DC worth a restoring pulse)
+                gs = np.maximum(gs, np.float32(SPEECH_FLOOR))
+                pull = (gs - np.float32(1.0)) * np.float32(gain)
+                cur = cur + spoken(k, mixed_speech, len(cur)) * pull[:, None]
                 hot = max(edges, _peak(cur)) * search
                 seen = None
             g = None
@@ -231,16 +236,12 @@ def _peak(x: npt.NDArray[np.float32]) -> float:
     return float(bs1770.abs_max_channels(x).max()) if len(x) else 0.0
 
 
-def _from_spools(spool: Spool, speech_spool: Spool | None, block: int, first: int, stop: int,
-                 m: Measured) -> Iterator[Mixed]:
+def _from_spools(spool: Spool, block: int, first: int, stop: int, m: Measured) -> Iterator[Mixed]:
     """Blocks ``first`` to ``stop`` of pass 1's mix as :func:`blocks` mixed them (without stems),
-    read back: a block pass 1 found silent as zeros (it was not written), the dialogue bus's part
-    where it sounds."""
+    read back: a block pass 1 found silent as zeros (it was not written); its dialogue bus's part
+    is read where its limiter acts (:func:`level`)."""
     for b0, mix in spool.blocks(block, first, stop, skip=lambda k: m.peaks[k] == 0.0):
-        k = b0 // block
-        speech = speech_spool.read(b0, len(mix)) \
-            if speech_spool is not None and m.speech[k] is not None else None
-        yield Mixed(b0, mix, None, speech)
+        yield Mixed(b0, mix, None, None)
 
 
 def chunk_ceilings(m: Measured, ceiling: float) -> npt.NDArray[np.float64]:
