@@ -88,7 +88,7 @@ def measure(p: Plan, block: int, k0: int, k1: int, checkpoint: Callable[[], None
             # block), and the samples after the last whole hop (the last block's)
             rest = mix[len(whole):]
             m.peaks.append(max(float(stats[:, 1].max()) if len(stats) else 0.0,
-                               float(bs1770.abs_max_channels(rest).max()) if len(rest) else 0.0))
+                               _peak(rest)))
             if spool is not None and m.peaks[-1] > 0.0:      # pass 2 does not read a silent one
                 spool.write(b0, mix)
         silent = not len(stats) or float(stats[:, 1].max()) == 0.0

@@ -298,7 +298,7 @@ def _gain_pass(p: Plan, out_path: Path, fmt: str, subtype: str, gain: float, cei
                 else:
                     part *= np.float32(gain)
                 if i in p.speech and gs is not None:        # the dialogue bus's own limiter first
-                    part = part * gs[:, None].astype(np.float32)
+                    part *= gs[:, None]
                 part = limiting[i].apply(part, g)
                 f.write(part if float_stems else output.to_pcm16(part))
 
