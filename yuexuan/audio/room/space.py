@@ -11,6 +11,7 @@ the front (a stereo pair cannot tell front from back).
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from collections.abc import Sequence
@@ -77,14 +78,20 @@ class Tap(NamedTuple):
 class Placement:
     """How one fixed source is heard: the direct sound's travel time (samples); its arrivals from
     the direct sound on — the direct sound panned by its azimuth (``taps[0]``), then each
-    reflection at its own delay, level and direction —; and the diffuse tail."""
+    reflection at its own delay, level and direction —; and the diffuse tail (made when first
+    used: an ensemble's singers are heard through their taps alone, and the render's workers
+    make the others in parallel)."""
 
     delay_samples: int
     taps: tuple[Tap, ...]       # the direct sound first
-    tail: tail.Tail
+    tail_spec: tail.Spec
     azimuth_deg: float
     distance_m: float
     reflections: tuple[images.Reflection, ...]  # of taps[1:], in order
+
+    @functools.cached_property
+    def tail(self) -> tail.Tail:
+        return tail.diffuse_tail(*self.tail_spec)
 
     @property
     def direct(self) -> tuple[float, float]:
@@ -92,7 +99,7 @@ class Placement:
 
     @property
     def length_extra(self) -> int:
-        return max(max(t.lag for t in self.taps), tail.length_samples(self.tail))
+        return max(max(t.lag for t in self.taps), tail.spec_length_samples(self.tail_spec))
 
 
 def tail_energy(d_m: float, room: venue.Room) -> float:
@@ -121,8 +128,7 @@ def placement(listener: Listener, source_m: Sequence[float], sample_rate: int, s
         taps.append(Tap(int(round((delay_s(r.path_m) - delay_s(d)) * sample_rate)),
                         gain * rl, gain * rr))
     seed = zlib.crc32(f"{seed_name}|{listener.name}|{src}".encode())
-    diffuse = tail.diffuse_tail(sample_rate, room.tail_t60_s, TAIL_START_S,
-                                  g * g * tail_energy(d, room), seed)
+    diffuse = tail.Spec(sample_rate, room.tail_t60_s, TAIL_START_S, g * g * tail_energy(d, room), seed)
     return Placement(int(round(delay_s(d) * sample_rate)), tuple(taps), diffuse, az, d, paths)
 
 

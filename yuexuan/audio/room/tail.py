@@ -55,9 +55,30 @@ def _fir(sample_rate: int, r: int) -> npt.NDArray[np.floating[Any]]:
     return dsp.firwin(FIR_TAPS_PER_STEP * r + 1, cutoff, sample_rate).astype(np.float32)
 
 
+class Spec(NamedTuple):
+    """What :func:`diffuse_tail` makes a tail of (its arguments)."""
+
+    sample_rate: int
+    t60_s: float
+    start_s: float
+    energy: float
+    seed: int
+
+
 def length_samples(tail: Tail) -> int:
     """Full-rate samples of the tail's response (its FIR's spread included)."""
     return len(tail.ir) * tail.factor + FIR_TAPS_PER_STEP * tail.factor
+
+
+def spec_length_samples(spec: Spec) -> int:
+    """:func:`length_samples` of the tail ``spec`` makes, without making it."""
+    r = factor(spec.sample_rate)
+    return _ir_samples(spec.sample_rate, spec.t60_s, spec.start_s) * r + FIR_TAPS_PER_STEP * r
+
+
+def _ir_samples(sample_rate: int, t60_s: float, start_s: float) -> int:
+    """Samples (at the tail's rate) of the tail's response: until FLOOR_DB."""
+    return int(math.ceil((start_s + t60_s * FLOOR_DB / -60.0) * (sample_rate / factor(sample_rate))))
 
 
 def diffuse_tail(sample_rate: int, t60_s: float, start_s: float, energy: float, seed: int) -> Tail:
@@ -67,7 +88,7 @@ def diffuse_tail(sample_rate: int, t60_s: float, start_s: float, energy: float, 
     two panned channels' sum of squares)."""
     r = factor(sample_rate)
     rate = sample_rate / r
-    n = int(math.ceil((start_s + t60_s * FLOOR_DB / -60.0) * rate))
+    n = _ir_samples(sample_rate, t60_s, start_s)
     out = np.zeros((n, 2), dtype=np.float32)
     cell = rate / DENSITY_HZ
     t0 = int(round(start_s * rate))
