@@ -7,8 +7,11 @@ and ``--mix guide`` (issue 29: the two mixes; the guide's envelopes computed fro
 start, the imports, reading the data, compiling the cue sheet, rendering, writing) against
 ``fluidsynth -ni -r 48000 -F OUT.wav SF2 MID`` (the MIDI written beforehand by ``yuexuan compile``, not
 timed). They run as child processes in this one run, alternately, N times each (default 2); the
-best time of each is compared, and each command's peak memory: the largest resident set of one of
-its processes and the peak of its process tree's proportional set size (the render forks). The
+best time of each is compared. Then each runs once more for its peak memory: the largest resident
+set of one of its processes and the peak of its process tree's proportional set size (the render
+forks), polled — not while timed: reading a process's ``smaps_rollup`` takes 5–15 ms of kernel
+time and its memory map's lock, five times a second per process, which slowed the render (two busy
+cores) and not FluidSynth (one). The
 target: our render takes at most a quarter of FluidSynth's time, in under 500 MB. FluidSynth
 writes at our sample rate (``-r 48000``: the same file, sample for sample; ``--fluid-rate 44100``
 gives its default). Also printed: × real time, and the FLAC render the main job writes.
@@ -27,11 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SF2 = "/usr/share/sounds/sf2/FluidR3_GM.sf2"
 
-# Child that runs one whole command and reports its wall time and peak memory: RUSAGE_CHILDREN's
-# largest resident set of any one process of the command, and the peak of the whole process tree's
-# proportional set size (Linux /proc/PID/smaps_rollup, polled every 0.2 s: the render forks workers
-# that share its pages, which the largest resident set alone would leave out, and a sum of resident
-# sets would count twice).
+# Child that runs one whole command and reports its wall time and (with ``poll`` first) peak memory:
+# RUSAGE_CHILDREN's largest resident set of any one process of the command, and the peak of the
+# whole process tree's proportional set size (Linux /proc/PID/smaps_rollup, polled every 0.2 s: the
+# render forks workers that share its pages, which the largest resident set alone would leave out,
+# and a sum of resident sets would count twice).
 TIMED = """
 import json, os, resource, subprocess, sys, threading, time
 
@@ -55,6 +58,7 @@ def pss_kb(pid):
     except (OSError, StopIteration, ValueError):
         return 0
 
+polling = sys.argv.pop(1) == "poll"
 t0 = time.perf_counter()
 proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 peak = 0
@@ -66,21 +70,31 @@ def poll():                        # on its own thread: the wait below sees the 
         peak = max(peak, sum(pss_kb(p) for p in tree(proc.pid)))
 
 watcher = threading.Thread(target=poll, daemon=True)
-watcher.start()
+if polling:
+    watcher.start()
 proc.wait()
 dt = time.perf_counter() - t0
 done.set()
-watcher.join()
+if polling:
+    watcher.join()
 assert proc.returncode == 0, proc.returncode
 print(json.dumps({"seconds": dt, "tree_pss_mb": peak / 1024,
                   "max_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
-def _timed(*command) -> dict:
-    out = subprocess.run([sys.executable, "-c", TIMED, *map(str, command)], check=True, cwd=ROOT,
-                         capture_output=True, text=True)
+def _timed(*command, poll: bool = False) -> dict:
+    """{"seconds", "max_rss_mb", "tree_pss_mb"} of one run of ``command`` (the tree's PSS with
+    ``poll``, else 0)."""
+    out = subprocess.run([sys.executable, "-c", TIMED, "poll" if poll else "time", *map(str, command)],
+                         check=True, cwd=ROOT, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _with_memory(best: dict, *command) -> dict:
+    """``best`` (a timed run of ``command``) with the peak memory of one more run, polled."""
+    m = _timed(*command, poll=True)
+    return {**best, "max_rss_mb": max(best["max_rss_mb"], m["max_rss_mb"]), "tree_pss_mb": m["tree_pss_mb"]}
 
 
 def _yuexuan() -> str:
@@ -108,17 +122,19 @@ def main() -> int:
         mid = d / "dashe.mid"
         tl = compile_file(args.cues)
         write_smf(tl, mid)
-        ours, guide, fs, flac = [], [], [], []
+        commands = {
+            "fs": ("fluidsynth", "-ni", "-r", args.fluid_rate, "-F", d / "fluidsynth.wav", SF2, mid),
+            "seat": (yuexuan, "render", args.cues, "-o", d / "ours.wav", "--mix", "seat"),
+            "guide": (yuexuan, "render", args.cues, "-o", d / "guide.wav", "--mix", "guide"),
+            "flac": (yuexuan, "render", args.cues, "-o", d / "ours.flac"),
+        }
+        runs: dict[str, list[dict]] = {k: [] for k in commands}
         for _ in range(max(1, args.repeat)):
-            fs.append(_timed("fluidsynth", "-ni", "-r", args.fluid_rate, "-F", d / "fluidsynth.wav",
-                             SF2, mid))
-            ours.append(_timed(yuexuan, "render", args.cues, "-o", d / "ours.wav", "--mix", "seat"))
-            guide.append(_timed(yuexuan, "render", args.cues, "-o", d / "guide.wav", "--mix", "guide"))
-            flac.append(_timed(yuexuan, "render", args.cues, "-o", d / "ours.flac"))
-        best = min(ours, key=lambda r: r["seconds"])
-        best_guide = min(guide, key=lambda r: r["seconds"])
-        best_fs = min(fs, key=lambda r: r["seconds"])
-        best_flac = min(flac, key=lambda r: r["seconds"])
+            for k, command in commands.items():
+                runs[k].append(_timed(*command))
+        best_of = {k: _with_memory(min(r, key=lambda x: x["seconds"]), *commands[k]) for k, r in runs.items()}
+        best, best_guide, best_fs, best_flac = (best_of[k] for k in ("seat", "guide", "fs", "flac"))
+        ours, guide, flac = [best], [best_guide], [best_flac]
         info = sf.info(str(d / "ours.wav"))
         best["audio_s"], best["notes"] = info.frames / info.samplerate, len(tl.notes)
     audio = best["audio_s"]
