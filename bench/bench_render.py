@@ -134,7 +134,6 @@ def main() -> int:
                 runs[k].append(_timed(*command))
         best_of = {k: _with_memory(min(r, key=lambda x: x["seconds"]), *commands[k]) for k, r in runs.items()}
         best, best_guide, best_fs, best_flac = (best_of[k] for k in ("seat", "guide", "fs", "flac"))
-        ours, guide, flac = [best], [best_guide], [best_flac]
         info = sf.info(str(d / "ours.wav"))
         best["audio_s"], best["notes"] = info.frames / info.samplerate, len(tl.notes)
     audio = best["audio_s"]
@@ -152,14 +151,13 @@ def main() -> int:
           f"{audio / best_flac['seconds']:6.0f}× real time  {best_flac['max_rss_mb']:5.0f} / "
           f"{best_flac['tree_pss_mb']:5.0f} MB")
     ratio = best["seconds"] / best_fs["seconds"]
+    peak = max(max(r["max_rss_mb"], r["tree_pss_mb"]) for r in (best, best_guide, best_flac))
     guide_ratio = best_guide["seconds"] / best_fs["seconds"]
     spool_mb = 8 * audio * info.samplerate / 1e6
     print(f"temporary disk: the render's spool beside its output, {spool_mb:.0f} MB "
           "(pass 1's float32 mix; a file, in the page cache while it fits: not in the memory above)")
     print(f"ratio render/fluidsynth: seat {ratio:.3f}, guide {guide_ratio:.3f} (target ≤ 0.25); FLAC: "
-          f"{best_flac['seconds'] / best_fs['seconds']:.3f}; memory "
-          f"{max(max(r['max_rss_mb'], r['tree_pss_mb']) for r in ours + guide + flac):.0f} MB (target < 500)")
-    peak = max(max(r["max_rss_mb"], r["tree_pss_mb"]) for r in ours + guide + flac)
+          f"{best_flac['seconds'] / best_fs['seconds']:.3f}; memory {peak:.0f} MB (target < 500)")
     print("SUMMARY " + json.dumps({
         "bench": "render", "audio_s": audio, "ratio_vs_fluidsynth": ratio,
         "guide_ratio_vs_fluidsynth": guide_ratio, "render_guide_wav_s": best_guide["seconds"],

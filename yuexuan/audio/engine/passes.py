@@ -154,7 +154,7 @@ def level(p: Plan, block: int, k0: int, k1: int, gain: float, ceiling: float, m:
     first = max(0, k0 - 1 - math.ceil(PULSE_S * sr / block))
     stop = min(nblocks, k1 + 1)
     # a block pass 1 found silent is not read back (nor written to the spool): zeros
-    mixed = _from_spools(spool, block, first, stop, m) \
+    mixed = _from_spool(spool, block, first, stop, m) \
         if spool is not None and not stems else blocks(p, block, stems=stems, first=first, stop=stop)
 
     def read_block() -> Mixed:
@@ -236,10 +236,10 @@ def _peak(x: npt.NDArray[np.float32]) -> float:
     return float(bs1770.abs_max_channels(x).max()) if len(x) else 0.0
 
 
-def _from_spools(spool: Spool, block: int, first: int, stop: int, m: Measured) -> Iterator[Mixed]:
+def _from_spool(spool: Spool, block: int, first: int, stop: int, m: Measured) -> Iterator[Mixed]:
     """Blocks ``first`` to ``stop`` of pass 1's mix as :func:`blocks` mixed them (without stems),
-    read back: a block pass 1 found silent as zeros (it was not written); its dialogue bus's part
-    is read where its limiter acts (:func:`level`)."""
+    read back: a block pass 1 found silent as zeros (it was not written). Their dialogue bus's part
+    is left out (None): :func:`level` reads it only where its limiter acts."""
     for b0, mix in spool.blocks(block, first, stop, skip=lambda k: m.peaks[k] == 0.0):
         yield Mixed(b0, mix, None, None)
 
