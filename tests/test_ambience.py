@@ -276,3 +276,25 @@ def test_drums_have_no_late_loud_echo_in_the_default_venue(places):
             continue
         _, env = _click(seat, src, "郊", name)
         assert env[int(0.03 * SR):].max() < env[0] * 10 ** (-10 / 20), (name, seat.name)
+
+
+def test_a_placements_tail_is_as_long_as_its_room_says_before_it_is_made():
+    """A placement's length (what the plan reads, its tail not yet made) equals that of the tail
+    when made, and the tail is the one ``diffuse_tail`` makes of the placement's arguments: for
+    sources, seats, venues and sample rates drawn afresh each run (the seed printed)."""
+    seed = int(np.random.SeedSequence().entropy % 2 ** 32)
+    print(f"seed {seed}")
+    rng = np.random.default_rng(seed)
+    seats = list(space.listeners().values())
+    for _ in range(12):
+        seat = seats[int(rng.integers(len(seats)))]
+        room = venues.load(list(VENUES)[int(rng.integers(len(VENUES)))])
+        sr = int(rng.choice([8000, 22050, 44100, 48000, 96000]))
+        source = (float(rng.uniform(-40, 40)), float(rng.uniform(-80, 30)), float(rng.uniform(0, 4)))
+        place = space.placement(seat, source, sr, seed_name="x", room=room)
+        extra = place.length_extra                      # before the tail exists
+        made = place.tail
+        assert made.ir.shape[0] * made.factor > 0, seed
+        assert extra == max(max(t.lag for t in place.taps), space.tail.length_samples(made)), seed
+        again = space.tail.diffuse_tail(*place.tail_spec)
+        assert np.array_equal(again.ir, made.ir) and place.tail is made, seed
