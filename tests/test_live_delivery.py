@@ -32,7 +32,7 @@ from yuexuan.timeline import save_json
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # shows per signal: a few in the suite (its budget), the 20 or more with
-# YUEXUAN_INTERRUPTED_SHOWS=20 (bench/bench_interrupted_shows.sh)
+# YUEXUAN_INTERRUPTED_SHOWS=20 (bench/bench_interrupted_shows.py)
 RUNS_PER_SIGNAL = int(os.environ.get("YUEXUAN_INTERRUPTED_SHOWS", "3"))
 SERVERS = int(os.environ.get("YUEXUAN_INTERRUPTED_SERVERS", "3"))   # private JACK servers, one
                                 # show at a time on each

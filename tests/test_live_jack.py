@@ -8,9 +8,13 @@ timeline 0 to. Expected notes come from the compiled Timeline itself.
 from __future__ import annotations
 
 import json
+import os
+import random
+import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,6 +43,7 @@ from play_support import (
 )
 
 from yuexuan.compiler import compile_file
+from yuexuan.live import delivery
 from yuexuan.live import timecode as sync
 from yuexuan.timeline import save_json, select
 
@@ -452,3 +457,34 @@ def test_jack_server_killed_and_back(jack_restartable, tmp_path, monkeypatch):
     print(figures)
     assert tuning - up <= 2.0 and ons[0][0] - up <= 2.0, figures
     assert_nothing_left_sounding(later)
+
+
+def test_the_witness_waits_for_a_port_listed_late(jack, monkeypatch):
+    """A port opened a moment after the witness looks for it (a loaded server lists a new port
+    late) is found, and a marker sent through it is confirmed; a port that never comes is given
+    up after the bound, not waited for."""
+    seed = int(os.environ.get("YUEXUAN_TEST_SEED", random.randrange(1 << 32)))
+    late_s = random.Random(seed).uniform(0.02, 0.3)
+    monkeypatch.setenv("JACK_DEFAULT_SERVER", jack["JACK_DEFAULT_SERVER"])
+    monkeypatch.setenv("JACK_NO_START_SERVER", "1")
+    out = rtmidi.MidiOut(rtmidi.API_UNIX_JACK, name="late")
+    witness = delivery.Witness(rtmidi.MidiIn(rtmidi.API_UNIX_JACK, name="late-witness"))
+    token = f"late-{secrets.token_hex(4)}"
+    opener = threading.Timer(late_s, out.open_virtual_port, [token])
+    try:
+        opener.start()
+        t0 = time.monotonic()
+        found = witness.attach(token, within_s=late_s + 0.5)
+        waited_s = time.monotonic() - t0
+        opener.join()
+        assert found and waited_s >= late_s - 0.005, (seed, late_s, waited_s)
+        result = delivery.confirm(out.send_message, witness)
+        assert result.confirmed, (seed, result)
+        t0 = time.monotonic()
+        assert not witness.attach(f"never-{secrets.token_hex(4)}", within_s=0.1)
+        assert 0.1 <= time.monotonic() - t0 < 0.5
+    finally:
+        opener.cancel()
+        witness.close()
+        out.close_port()
+        out.delete()

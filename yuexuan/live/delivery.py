@@ -34,6 +34,8 @@ MARKER = (0xFE,)                # Active Sensing
 BOUND_S = 1.0                   # the longest the end of a show waits for its last messages, s
 POLL_S = 0.0005                 # the witness's queue read this often while waiting, s
 QUEUE_LIMIT = 1 << 14           # messages the witness may hold between two reads
+LISTED_WITHIN_S = 0.5           # the longest a new port may take to be listed (JACK2 lists it
+                                # from the graph's state, switched by the server's next cycle)
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,19 @@ class Witness:
         client.ignore_types(sysex=True, timing=True, active_sense=False)
         self.markers = 0
 
-    def attach(self, token: str) -> bool:
+    def attach(self, token: str, within_s: float = LISTED_WITHIN_S,
+               clock: Callable[[], float] = time.monotonic) -> bool:
         """Connect to the output port whose name holds ``token`` (a name only this output
-        uses while it opens); False when no such port is listed."""
-        names = self.client.get_ports()
-        found = [i for i, n in enumerate(names) if token in n]
-        if not found:
-            return False
+        uses while it opens); False when no such port is listed within ``within_s``."""
+        deadline = clock() + within_s
+        while True:
+            names = self.client.get_ports()
+            found = [i for i, n in enumerate(names) if token in n]
+            if found:
+                break
+            if clock() >= deadline:
+                return False
+            time.sleep(POLL_S)
         if self.client.is_port_open():
             self.client.close_port()
         self.client.open_port(found[0], "in")
@@ -94,13 +102,14 @@ class Witness:
 
 def confirm(send: Callable[[Sequence[int]], object], witness: Witness | None,
             again: Iterable[Sequence[int]] = (), bound_s: float = BOUND_S,
-            clock: Callable[[], float] = time.monotonic) -> Delivery:
+            clock: Callable[[], float] = time.monotonic,
+            no_witness: str = "no witness client could be opened on the output") -> Delivery:
     """Send a marker through ``send`` (the output's raw send) and wait until ``witness`` has
     received it; then ``again`` and a second marker the same way (see the module's docstring);
-    at most ``bound_s`` in all."""
+    at most ``bound_s`` in all. Without a witness, nothing is confirmed: ``no_witness`` says why."""
     start = clock()
     if witness is None:
-        return Delivery(False, 0.0, "no witness client could be opened on the output")
+        return Delivery(False, 0.0, no_witness)
     deadline = start + bound_s
     seen = witness.discard()
     for k in range(2):

@@ -52,6 +52,7 @@ class Output:
         self._inputs: list[Input] = []      # inputs whose clients die and return with the server
         self._inputs_lost = False           # their dead clients not yet deleted
         self._witness: delivery.Witness | None = None   # our input on our own output port
+        self._no_witness = "no witness client could be opened on the output"  # why, when None
         self.delivery: delivery.Delivery | None = None  # how the last messages went (close)
         if api == "jack":
             try:
@@ -96,8 +97,11 @@ class Output:
                 self._witness = delivery.Witness(client)
             if not self._witness.attach(token):
                 self._drop_witness()
-        except (UserError, rtmidi.RtMidiError):
+                self._no_witness = (f"the witness did not find our port listed within "
+                                    f"{delivery.LISTED_WITHIN_S:g} s")
+        except (UserError, rtmidi.RtMidiError) as exc:
             self._drop_witness()
+            self._no_witness = f"no witness client could be opened on the output: {exc}"
         self._out.set_port_name(PORT)
 
     def _drop_witness(self) -> None:
@@ -229,7 +233,7 @@ class Output:
         def send(data: Sequence[int]) -> None:
             with self._lock:
                 self._out.send_message(data)
-        return delivery.confirm(send, self._witness, again, bound_s)
+        return delivery.confirm(send, self._witness, again, bound_s, no_witness=self._no_witness)
 
     def close(self, again: Iterable[Sequence[int]] = ()) -> None:
         """Confirm delivery (:attr:`delivery`; ``again``: see :meth:`confirm_delivery`), then
