@@ -260,9 +260,17 @@ class Recorder:
             raise RuntimeError(f"recorder failed: {line}{self.log.read_text()}")
 
     def stop(self) -> list[tuple[float, list[int]]]:
-        """Stop recording; ``(arrival monotonic s, message bytes)`` in arrival order."""
+        """Stop recording; ``(arrival monotonic s, message bytes)`` in arrival order. The
+        recording is written before the recorder leaves the server; a recorder whose leaving
+        hangs (libjack's close on a server that lost a SIGKILLed client, seen once in a suite run)
+        is killed once its recording is there."""
         self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(10)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            if not self.out.exists():
+                raise
         rows = []
         for line in self.out.read_text().splitlines():
             t, data = json.loads(line)
@@ -426,15 +434,15 @@ def _record(client: str, out: str) -> None:
         polled.append(time.monotonic())
         deltas.append(msg[1])
         data.append(msg[0])
-    midi_in.close_port()
-    midi_in.delete()                    # jack_client_close: leave the graph cleanly
     cum = np.cumsum(deltas)
     arrival = (np.min(np.array(polled) - cum) + cum) if data else []
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         for t, d in zip(arrival, data):
             f.write(json.dumps([float(t), list(d)]) + "\n")
-    os.replace(tmp, out)
+    os.replace(tmp, out)                # written before the client closes: its close may hang
+    midi_in.close_port()
+    midi_in.delete()                    # jack_client_close: leave the graph cleanly
 
 
 if __name__ == "__main__":
