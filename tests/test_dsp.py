@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from scipy import signal
 
 from yuexuan.audio import dsp
@@ -46,12 +47,31 @@ def test_filters_match_scipy_signal():
     assert np.allclose(dsp.fftconvolve_rows(x[:, :1], ir), signal.oaconvolve(x[:, :1], ir, axes=0), atol=1e-3)
 
 
-def test_the_sos_kernel_is_scipys_bit_for_bit():
+def test_the_engines_kernel_is_in_force_in_its_scope_and_its_thread():
+    """Outside a render the public scipy.signal.sosfilt filters; inside the engine's scope its
+    own kernel does, on the engine's worker thread too; after it, the public one again."""
+    from yuexuan.audio.engine import filter_kernel, output
+
+    assert dsp.SOS_KERNEL.get() is dsp.public_rows
+    with filter_kernel.in_force() as kernel:
+        assert kernel is filter_kernel.load() and kernel is not dsp.public_rows
+        seen: list = []
+        with output.Pipe() as pipe:
+            pipe.submit(lambda: seen.append(dsp.SOS_KERNEL.get()))
+        assert seen == [kernel]
+    assert dsp.SOS_KERNEL.get() is dsp.public_rows
+
+
+@pytest.mark.parametrize("which", ["engine", "public"])
+def test_the_sos_kernel_is_scipys_bit_for_bit(which):
     """Random stable sections, signals and states (seed printed), float32 and float64: the kernel
-    the voices and the K-weighting use leaves the very samples and state scipy.signal.sosfilt gives."""
+    the voices and the K-weighting use in a render (the engine's) and outside one (the public
+    function's) leave the very samples and state scipy.signal.sosfilt gives."""
+    from yuexuan.audio.engine import filter_kernel
+
     seed = random.randrange(2 ** 32)
     rng = np.random.default_rng(seed)
-    kernel = dsp.sos_kernel()
+    kernel = filter_kernel.load() if which == "engine" else dsp.public_rows
     for dtype in (np.float32, np.float64):
         for _ in range(4):
             sections, rows, n = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 3000))

@@ -1,39 +1,33 @@
-"""The few filters the renderer needs, without importing ``scipy.signal``.
+"""The few filters the renderer needs, without importing ``scipy.signal`` where it can be helped.
 
 Importing ``scipy.signal`` costs about 0.7 s of CPU (it imports ``scipy.stats``,
 ``scipy.interpolate`` and ``scipy.optimize``), a seventh of a whole-ceremony ``yuexuan render``
-(bench/bench_render.py times whole commands), and its public ``sosfilt`` spends 50–300 µs a call
-checking and moving its arguments, which the voices' formant filter, a call for each stretch of a
-syllable where the formants hold (some 5000 in the ceremony), cannot afford. What numpy does is
-done in numpy (window-method FIR design, FIR up/down-sampling, FFT convolution, the Butterworth
-band-pass design); the recursive filters run in :func:`sos_kernel`.
-
-This module is the one door to a private part of SciPy (issue 34): :func:`sos_kernel` is SciPy's
-own compiled second-order-section loop (``scipy.signal._sosfilt``), loaded by file so that
-``scipy.signal``'s ``__init__`` is not run; where that is not possible (another SciPy layout),
-the public ``scipy.signal.sosfilt`` runs instead (the same results, tests/test_dsp.py). The public
-ways cost too much, measured side by side on ``render cues/dashe.toml --cues wusuan`` (CPU, user):
-2.5 s with this kernel, 7.7 s with ``scipy.signal.sosfilt``, 4.2 s (and 105 MB more memory) with
-the same loop compiled by Numba, loading its cached code and LLVM in every process.
+(bench/bench_render.py times whole commands). What numpy does is done in numpy (window-method FIR
+design, FIR up/down-sampling, FFT convolution, the Butterworth band-pass design); the recursive
+filters run in :func:`sos_rows`, by the kernel in force (:data:`SOS_KERNEL`): SciPy's public
+``scipy.signal.sosfilt`` unless a caller has put a faster one of the same results in force for
+its scope. The render engine does, for a render (:mod:`yuexuan.audio.engine.filter_kernel`):
+the voices' formant filter makes a call for each stretch of a syllable where the formants hold
+(some 5000 in the ceremony), and the public function spends 50–300 µs a call checking and moving
+its arguments.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import math
-import os
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 Array = npt.NDArray[Any]
+Kernel = Callable[[Array, Array, Array], None]
 
 
-def _public_rows(sos: Array, x: Array, zi: Array) -> None:
-    """:func:`sos_kernel`'s work by the public ``scipy.signal.sosfilt``."""
+def public_rows(sos: Array, x: Array, zi: Array) -> None:
+    """:func:`sos_rows`'s work by the public ``scipy.signal.sosfilt`` (imported on first use)."""
     from scipy.signal import sosfilt as reference
 
     y, zf = reference(sos, x, axis=-1, zi=np.moveaxis(zi, 0, 1))
@@ -41,27 +35,16 @@ def _public_rows(sos: Array, x: Array, zi: Array) -> None:
     zi[...] = np.moveaxis(zf, 1, 0)
 
 
-@functools.cache
-def sos_kernel() -> Callable[[Array, Array, Array], None]:
-    """``kernel(sos, x, zi)``: each row of ``x`` (signals, samples; C-contiguous) through the
-    second-order sections ``sos`` in place, from the state ``zi`` (signals, sections, 2), which is
-    left as the state after them; all three float32 or all float64. A process that forks workers
-    calls it first, so that they share it."""
-    try:
-        import scipy
+# The second-order-section kernel in force: set for a scope (``token = SOS_KERNEL.set(k)`` …
+# ``SOS_KERNEL.reset(token)``) by a caller that has a faster one giving the same results.
+SOS_KERNEL: ContextVar[Kernel] = ContextVar("yuexuan_sos_kernel", default=public_rows)
 
-        folder = os.path.join(os.path.dirname(scipy.__file__), "signal")
-        name = next(f for f in os.listdir(folder)
-                    if f.startswith("_sosfilt.") and f.endswith((".so", ".pyd")))
-        spec = importlib.util.spec_from_file_location("scipy.signal._sosfilt", os.path.join(folder, name))
-        if spec is None or spec.loader is None:
-            raise ImportError(name)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        kernel: Callable[[Array, Array, Array], None] = module._sosfilt  # noqa: SLF001 (this door)
-        return kernel
-    except (ImportError, OSError, StopIteration, AttributeError):     # pragma: no cover (layout)
-        return _public_rows
+
+def sos_rows(sos: Array, x: Array, zi: Array) -> None:
+    """Each row of ``x`` (signals, samples; C-contiguous) through the second-order sections
+    ``sos`` in place, from the state ``zi`` (signals, sections, 2), which is left as the state after
+    them; all three float32 or all float64. By the kernel in force (:data:`SOS_KERNEL`)."""
+    SOS_KERNEL.get()(sos, x, zi)
 
 
 def sosfilt(sos: npt.ArrayLike, x: npt.ArrayLike, axis: int = -1,
@@ -82,7 +65,7 @@ def sosfilt(sos: npt.ArrayLike, x: npt.ArrayLike, axis: int = -1,
     z = np.moveaxis(state, [0, axis + 1], [-2, -1])
     z_shape = z.shape
     z = np.ascontiguousarray(z.reshape(-1, n_sections, 2))
-    sos_kernel()(np.ascontiguousarray(sos, dtype=dtype), work, z)
+    sos_rows(np.ascontiguousarray(sos, dtype=dtype), work, z)
     y = np.moveaxis(work.reshape(moved.shape), -1, axis)
     if zi is None:
         return y

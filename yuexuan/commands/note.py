@@ -12,6 +12,7 @@ import numpy.typing as npt
 import soundfile as sf
 
 from yuexuan import atomic, pronunciation
+from yuexuan.audio.engine import filter_kernel
 from yuexuan.audio.engine.output import output_format
 from yuexuan.audio.synthesis import source_level, synth
 from yuexuan.audio.voice import ensemble, takes
@@ -91,26 +92,8 @@ def run(args: argparse.Namespace) -> int:
         hz = pitch.hz(args.huangzhong * 2 ** inst.octave)
         if not 10 <= hz <= 0.45 * args.sample_rate:
             raise UserError(f"{pitch.name} on {inst.name} is {hz:.1f} Hz, outside what can be synthesised")
-    seed = synth.seed_of(inst.name, hz, args.velocity)
-    if inst.family == "voice":
-        count = args.voices if args.voices is not None else \
-            (inst.count if ensemble.is_ensemble(inst.family, inst.synth, inst.count) else 1)
-        if not 1 <= count <= 64:
-            raise UserError("voices must be 1..64", key="--voices")
-        if hz is None:
-            x = _spoken(inst, args)
-        else:
-            try:
-                reading = takes.reading_of(args.lyric)
-            except ValueError as exc:
-                raise UserError(str(exc), key="--lyric") from None
-            x = takes.dry_ensemble(inst.synth, reading, hz, args.velocity, args.duration, args.sample_rate,
-                                   seed, inst.name, count)
-    else:
-        if args.voices is not None:
-            raise UserError(f"{inst.name} is not a voice", key="--voices")
-        x = synth.note(inst.family, inst.synth, hz, args.velocity, args.duration, args.sample_rate,
-                       seed=seed, lyric=args.lyric)
+    with filter_kernel.in_force():         # the render engine's filter kernel (SciPy's own loop)
+        x = _sound(inst, hz, args)
     x = x * np.float32(10 ** (-1 / 20) * synth.velocity_gain(args.velocity)
                        / max(1e-9, float(np.abs(x).max())))
     try:
@@ -123,6 +106,29 @@ def run(args: argparse.Namespace) -> int:
         print(taken)
     print(f"{args.output}: {inst.name} ({inst.family}) {what}, {len(x) / args.sample_rate:.2f} s")
     return 0
+
+
+def _sound(inst: instruments.Instrument, hz: float | None,
+           args: argparse.Namespace) -> npt.NDArray[np.float32]:
+    """The note (or the spoken or sung syllables) as the arguments ask, dry."""
+    seed = synth.seed_of(inst.name, hz, args.velocity)
+    if inst.family == "voice":
+        count = args.voices if args.voices is not None else \
+            (inst.count if ensemble.is_ensemble(inst.family, inst.synth, inst.count) else 1)
+        if not 1 <= count <= 64:
+            raise UserError("voices must be 1..64", key="--voices")
+        if hz is None:
+            return _spoken(inst, args)
+        try:
+            reading = takes.reading_of(args.lyric)
+        except ValueError as exc:
+            raise UserError(str(exc), key="--lyric") from None
+        return takes.dry_ensemble(inst.synth, reading, hz, args.velocity, args.duration, args.sample_rate,
+                                  seed, inst.name, count)
+    if args.voices is not None:
+        raise UserError(f"{inst.name} is not a voice", key="--voices")
+    return synth.note(inst.family, inst.synth, hz, args.velocity, args.duration, args.sample_rate,
+                      seed=seed, lyric=args.lyric)
 
 
 def _pitch(text: str, octave: int | None, own_huangzhong_hz: float) -> tuple[Pitch, str]:

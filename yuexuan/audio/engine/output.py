@@ -3,6 +3,7 @@ thread that encodes while the main thread mixes."""
 
 from __future__ import annotations
 
+import contextvars
 import os
 import struct
 from collections import deque
@@ -137,7 +138,9 @@ class Pipe:
         self._depth = depth
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        self._pending.append(self._pool.submit(fn, *args))
+        """Run ``fn(*args)`` on the worker thread, in a copy of the caller's context (the filter
+        kernel in force: :mod:`yuexuan.audio.engine.filter_kernel`)."""
+        self._pending.append(self._pool.submit(contextvars.copy_context().run, fn, *args))
         while len(self._pending) > self._depth:
             self._pending.popleft().result()
 

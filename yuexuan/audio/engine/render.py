@@ -32,8 +32,7 @@ import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from yuexuan import atomic, interrupts
-from yuexuan.audio import dsp
-from yuexuan.audio.engine import output, passes, workers
+from yuexuan.audio.engine import filter_kernel, output, passes, workers
 from yuexuan.audio.engine.output import output_format
 from yuexuan.audio.engine.plan import Options, Plan, plan, shape
 from yuexuan.audio.engine.spool import Spool
@@ -86,7 +85,7 @@ def render(timeline: Timeline, out_path: str | Path, options: Options = Options(
     While rendering, BLAS (the note adds, the oversampling) runs single-threaded: the renderer
     keeps both cores busy with its own threads, and BLAS's spinning helpers only slow them down.
     """
-    with threadpool_limits(limits=1, user_api="blas"), \
+    with threadpool_limits(limits=1, user_api="blas"), filter_kernel.in_force(), \
             interrupts.deferred_signals() as checkpoint:
         return _render(select(timeline, options.cues), Path(out_path), options, stems_dir, progress,
                        listener_table if listener_table is not None else courtyard.listeners(source=data),
@@ -103,7 +102,6 @@ def _render(timeline: Timeline, out_path: Path, options: Options, stems_dir: str
     block = max(hop, options.block // hop * hop)     # whole hops: pass 2 can re-measure a block
     nblocks = max(1, math.ceil(p.total / block))
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    dsp.sos_kernel()       # SciPy's filter kernel, loaded once here: the workers forked next share it
     # the gain envelopes (a guide mix's: 0.4 s) are made here while the workers synthesise
     p.cache.prefetch(p.keys, tick=checkpoint, group=p.group,
                      meanwhile=lambda: shape(p, timeline, options))

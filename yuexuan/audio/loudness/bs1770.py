@@ -104,7 +104,7 @@ def k_hops(block: npt.NDArray[np.float32], sos: npt.NDArray[np.float64], zi: npt
     work = np.empty((channels, n), dtype=np.float32)          # channel-major: the kernel's rows
     np.add(block.T, g[:n].T, out=work)
     state = np.ascontiguousarray(np.moveaxis(zi, 2, 0), dtype=np.float32)     # (channels, sections, 2)
-    dsp.sos_kernel()(np.ascontiguousarray(sos, dtype=np.float32), work, state)
+    dsp.sos_rows(np.ascontiguousarray(sos, dtype=np.float32), work, state)
     m = n // hop * hop
     sq = np.zeros(m // hop)
     for c in range(channels):                  # each channel's sum in float32, then added in float64

@@ -137,7 +137,7 @@ def _formant_filter(x: npt.NDArray[np.float32], art: Articulation, total_s: floa
     zi = np.zeros((1, 5, 2), dtype=x.dtype)
     bounds = [int(round(grid[s] * sample_rate)) for s in starts] + [len(x)]
     row = x.reshape(1, -1)
-    kernel = dsp.sos_kernel()       # in place, the state carried in zi from one run to the next
+    kernel = dsp.SOS_KERNEL.get()   # in place, the state carried in zi from one run to the next
     for run in range(len(starts)):
         a, b = bounds[run], min(bounds[run + 1], len(x))
         if b > a:
