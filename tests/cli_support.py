@@ -1,6 +1,6 @@
 """Running ``yuexuan`` from the tests: a child process per command (:func:`run_cli`, :func:`popen`;
-the commands that make audio are forked by tests/forkserver.py, the rest are new processes) or a
-long-lived child that runs commands on request (:class:`CliWorker`).
+forked by tests/forkserver.py where the command's interpreter would start as the server's did,
+else a new process) or a long-lived child that runs commands on request (:class:`CliWorker`).
 
 Every child starts with SIGINT at its default action (:func:`default_sigint`): a parent that
 ignores SIGINT (a shell's background job, ``nohup``) would otherwise pass that on, and Python

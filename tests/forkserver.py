@@ -28,11 +28,14 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# what the commands that make audio import anyway (a second of start-up; render, note, guide,
-# build, and check reading a recording): the child ends, as such a command does, with these loaded
-PRELOAD = ("numpy", "scipy.signal", "soundfile")
-AUDIO_COMMANDS = {"render", "note", "guide", "build"}
+# what the commands import (0.3–1 s of start-up a command: numpy and pypinyin for every command
+# that compiles a sheet, scipy.signal and soundfile for check reading a recording, music21 for
+# score and build); a forked command has them all loaded, whatever it would have imported
+PRELOAD = ("numpy", "scipy.signal", "soundfile", "pypinyin", "music21")
 ENABLED = os.environ.get("YUEXUAN_TEST_FORK", "1") != "0"
+# a forked command has the server's interpreter: its locale, stream encoding and Python settings
+STARTUP_ENV = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "PYTHONIOENCODING", "PYTHONUTF8",
+               "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "PYTHONDEVMODE")
 
 
 # -- the test's side -------------------------------------------------------------------------------
@@ -123,12 +126,10 @@ def spawn(args, *, cwd, env: dict, stdin: int, stdout: int, stderr: int) -> Chil
 
 
 def forkable(argv: list, env: dict) -> bool:
-    """True when ``argv`` is ``python -m yuexuan COMMAND …`` of a command that imports PRELOAD."""
-    if not (ENABLED and argv[:3] == [sys.executable, "-m", "yuexuan"]
-            and env.get("PYTHONPATH") == os.environ.get("PYTHONPATH")):
-        return False
-    command = next((a for a in argv[3:] if not a.startswith("-")), None)
-    return command in AUDIO_COMMANDS or (command == "check" and "--beats-from" in argv)
+    """True when ``argv`` is ``python -m yuexuan …`` and ``env`` starts an interpreter as this
+    one's (:data:`STARTUP_ENV`)."""
+    return ENABLED and argv[:3] == [sys.executable, "-m", "yuexuan"] \
+        and all(env.get(k) == os.environ.get(k) for k in STARTUP_ENV)
 
 
 # -- the server ------------------------------------------------------------------------------------
