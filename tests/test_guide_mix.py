@@ -28,6 +28,7 @@ import pytest
 import soundfile as sf
 from cli_support import DEFAULT_CUES
 from scipy import signal
+from stem_files import read_float_wav
 
 from yuexuan.audio.engine.plan import CEILING_DBTP
 from yuexuan.audio.engine.render import LIMITER_MARGIN_DB
@@ -64,14 +65,14 @@ def _read_stems(folder: Path) -> GuideStems:
     total = instruments = song = None
     calls, names = {}, []
     for p in sorted((folder / "stems").glob("*.wav")):
-        x = sf.read(p, dtype="float32")[0]
+        x = read_float_wav(p)[0]               # the stems are stereo: (samples, 2)
         if total is None:
             total, instruments = np.zeros_like(x), np.zeros_like(x)
         total += x
         if p.stem == "歌":
             song = x
         elif p.stem.startswith(CALLERS):
-            on = np.flatnonzero(np.abs(x).max(axis=1) > 0)
+            on = np.flatnonzero(x.reshape(-1)) // x.shape[1]     # the frames with a sample ≠ 0
             calls[p.stem] = (int(on[0]), x[on[0]:on[-1] + 1].copy())
         else:
             instruments += x
@@ -128,16 +129,27 @@ def call_band_hops(guide) -> dict:
     and the sum of all the other stems (the whole sum less the group's, filtered: the filter is
     linear), through the band-pass."""
     whole = _band(guide.total, BAND_SOS)
+    whole_hops = _row_hops(whole)
+    n = len(whole_hops) * HOP                       # the whole hops' samples
     out = {}
     for group in _call_groups(guide.calls):
-        own = np.zeros_like(whole)
+        # the group's own band signal over the whole hops its stretches (and rings) touch; the
+        # rest of the mix is the whole there, the whole elsewhere (own is 0 outside)
+        ends = {k: min(n, guide.calls[k][0] + len(guide.calls[k][1]) + int(RING_S * 48000)) for k in group}
+        lo = min(guide.calls[k][0] for k in group) // HOP * HOP
+        hi = min(n, -(-max(ends.values()) // HOP) * HOP)
+        own = np.zeros((whole.shape[0], hi - lo))
         for k in group:                              # each call's stretch and its ring
             at, seg = guide.calls[k]
-            end = min(whole.shape[1], at + len(seg) + int(RING_S * 48000))
+            end = ends[k]
             padded = np.zeros((end - at, seg.shape[1]), dtype=np.float32)
-            padded[:len(seg)] = seg
-            own[:, at:end] += _band(padded, BAND_SOS)
-        out[tuple(group)] = (_row_hops(own), _row_hops(whole - own))
+            padded[:min(len(seg), end - at)] = seg[:end - at]
+            own[:, at - lo:end - lo] += _band(padded, BAND_SOS)
+        own_hops = np.zeros_like(whole_hops)
+        rest_hops = whole_hops.copy()
+        own_hops[lo // HOP:hi // HOP] = _row_hops(own)
+        rest_hops[lo // HOP:hi // HOP] = _row_hops(whole[:, lo:hi] - own)
+        out[tuple(group)] = (own_hops, rest_hops)
     return out
 
 
@@ -185,7 +197,7 @@ def _limited_hops(mix: np.ndarray) -> np.ndarray:
     gain moves for 8 ms around a peak)."""
     ceiling_db = CEILING_DBTP - LIMITER_MARGIN_DB
     n = len(mix) // HOP * HOP
-    peak = np.abs(mix[:n]).max(axis=1).reshape(-1, HOP).max(axis=1)
+    peak = np.abs(mix[:n]).reshape(-1, HOP * mix.shape[1]).max(axis=1)    # over both channels
     near = _db(peak.astype(np.float64) ** 2) > ceiling_db - 1.0
     return near | np.r_[near[1:], False] | np.r_[False, near[:-1]]
 
@@ -202,10 +214,10 @@ def test_the_duck_is_at_most_12_db_and_still_through_a_call(guide, lishou_render
     s_music = seat.instruments
     g_music = guide.instruments.copy()       # the instruments of 貍首 (not 鹿鸣's 瑟)
     for k in set(guide.instrument_names) - set(seat.instrument_names):
-        g_music -= sf.read(guide.folder / "stems" / f"{k}.wav", dtype="float32")[0]
+        g_music -= read_float_wav(guide.folder / "stems" / f"{k}.wav")[0]
     # the guide file holds 鹿鸣 first: align on the first sample the instruments sound
-    lag = int(np.flatnonzero(np.abs(g_music).sum(axis=1) > 0)[0]) - \
-        int(np.flatnonzero(np.abs(s_music).sum(axis=1) > 0)[0])
+    lag = int(np.flatnonzero(g_music.reshape(-1))[0] // g_music.shape[1]) - \
+        int(np.flatnonzero(s_music.reshape(-1))[0] // s_music.shape[1])
     g_music = g_music[lag:lag + len(s_music)]
     ratio = _db(_hops(g_music)) - _db(_hops(s_music[:len(g_music)]))
     sounding = _db(_hops(s_music[:len(g_music)])) > -70
@@ -341,7 +353,7 @@ def _seat_offsets(lishou_render, names):
     insts = bodies(tl, names)
     out = {}
     for name in names:
-        x, sr = sf.read(lishou_render() / "stems" / f"{name}.wav", dtype="float32")
+        x, sr = read_float_wav(lishou_render() / "stems" / f"{name}.wav")
         body = insts[name]
         where = cue_positions(tl).get(("lishou", name), body.position_m)     # its place in 貍首
         r = float(np.linalg.norm(np.subtract(where, seat)))
