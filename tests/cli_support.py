@@ -47,36 +47,67 @@ def with_checkout_path(env: dict) -> dict:
     return dict(env, PYTHONPATH=os.pathsep.join([str(ROOT), *rest]))
 
 
-def _fd(stream, default: int, devnull: list) -> int | None:
-    """A file descriptor for ``stream`` (None, DEVNULL, a descriptor or a file), or None if only
-    ``subprocess`` can make it (a pipe)."""
+def _fd(stream, default: int, opened: list, pipes: dict, index: int) -> int | None:
+    """A file descriptor for the child's stream ``index`` (0, 1, 2) from ``stream`` (None, DEVNULL,
+    PIPE, a descriptor or a file), or None if only ``subprocess`` can make it. A pipe's child end
+    is put in ``opened`` (closed once the child has it) and its own end in ``pipes``."""
     if stream is None:
         return default
     if stream == subprocess.DEVNULL:
-        if not devnull:
-            devnull.append(os.open(os.devnull, os.O_RDWR))
-        return devnull[0]
+        fd = os.open(os.devnull, os.O_RDWR)
+        opened.append(fd)
+        return fd
+    if stream == subprocess.PIPE:
+        r, w = os.pipe()
+        child, own = (r, w) if index == 0 else (w, r)
+        opened.append(child)
+        pipes[index] = own
+        return child
     if isinstance(stream, int):
         return stream if stream >= 0 else None
     return stream.fileno() if hasattr(stream, "fileno") else None
 
 
+def _pipe_file(fd: int, index: int, text: bool):
+    """Our end of a pipe to a forked child, as ``subprocess.Popen`` makes it (text mode: the
+    locale's encoding, universal newlines when reading)."""
+    if not text:
+        return os.fdopen(fd, "wb" if index == 0 else "rb")
+    enc = locale.getpreferredencoding(False)
+    if index == 0:
+        return io.TextIOWrapper(io.open(fd, "wb"), encoding=enc, write_through=True)
+    return io.TextIOWrapper(io.open(fd, "rb"), encoding=enc)
+
+
 def popen(argv: list, *, fork: bool = True, cwd=None, env: dict | None = None, stdin=None, stdout=None,
-          stderr=None, **kwargs):
+          stderr=None, text: bool = False, **kwargs):
     """``subprocess.Popen(argv)`` in the checkout, SIGINT at its default (see the module doc).
-    ``python -m yuexuan …`` with plain file streams is forked by tests/forkserver.py instead
-    (``fork=False``: a new process in any case)."""
+    ``python -m yuexuan …`` is forked by tests/forkserver.py instead where it can be (streams
+    that are files, descriptors, DEVNULL or PIPE; ``text``), its pipes' ends as ``stdin``,
+    ``stdout`` and ``stderr`` of what it returns (``fork=False``: a new process in any case)."""
     argv = [str(a) for a in argv]
     e = dict(env) if env is not None else dict(os.environ)
-    devnull: list = []
-    fds = [_fd(stdin, 0, devnull), _fd(stdout, 1, devnull), _fd(stderr, 2, devnull)]
+    opened: list = []
+    pipes: dict = {}
+    forked = None
     try:
-        if fork and not kwargs and None not in fds and forkserver.forkable(argv, e):
-            return forkserver.spawn(argv[3:], cwd=cwd or ROOT, env=e, stdin=fds[0], stdout=fds[1],
-                                    stderr=fds[2])
+        if fork and not kwargs and forkserver.forkable(argv, e):
+            fds = [_fd(s, k, opened, pipes, k) for k, s in enumerate((stdin, stdout, stderr))]
+            if None not in fds:
+                forked = forkserver.spawn(argv[3:], cwd=cwd or ROOT, env=e, stdin=fds[0],
+                                          stdout=fds[1], stderr=fds[2])
     finally:
-        for fd in devnull:
+        for fd in opened:
             os.close(fd)
+        if forked is None:
+            for fd in pipes.values():
+                os.close(fd)
+    if forked is not None:
+        for index, fd in pipes.items():
+            setattr(forked, ("stdin", "stdout", "stderr")[index], _pipe_file(fd, index, text))
+        return forked
+    if text:
+        kwargs["text"] = True
     return subprocess.Popen(argv, preexec_fn=default_sigint, cwd=cwd or ROOT, env=env, stdin=stdin,
                             stdout=stdout, stderr=stderr, **kwargs)
 

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +48,7 @@ class Child:
         self._conn = conn
         self.pid = pid
         self.returncode: int | None = None
+        self.stdin = self.stdout = self.stderr = None     # our ends of its pipes (cli_support)
 
     def poll(self) -> int | None:
         if self.returncode is None and select.select([self._conn], [], [], 0)[0]:
@@ -69,6 +71,22 @@ class Child:
             data += chunk
         self.returncode = int(data)
         self._conn.close()
+
+    def communicate(self, timeout: float | None = None) -> tuple:
+        """As ``subprocess.Popen.communicate()`` (no input): what its pipes held, once it ended."""
+        if self.stdin is not None:
+            self.stdin.close()
+        read: dict = {}
+        readers = [threading.Thread(target=lambda k=k, f=f: read.update({k: f.read()}), daemon=True)
+                   for k, f in (("out", self.stdout), ("err", self.stderr)) if f is not None]
+        for t in readers:
+            t.start()
+        self.wait(timeout)
+        for t in readers:
+            t.join(timeout)
+            if t.is_alive():                 # a pipe still open (a grandchild holds it)
+                raise subprocess.TimeoutExpired(f"yuexuan (pid {self.pid})", timeout)
+        return read.get("out"), read.get("err")
 
     def send_signal(self, sig: int) -> None:
         if self.returncode is None:
