@@ -78,7 +78,7 @@ def sound_start(y: np.ndarray) -> int:
 
 def _mono16k(y: np.ndarray, sr: int) -> np.ndarray:
     if y.ndim > 1:
-        y = y.mean(axis=1)
+        y = y @ np.full(y.shape[1], 1 / y.shape[1], dtype=y.dtype)     # the channels' mean
     if sr != SR:
         g = math.gcd(sr, SR)
         y = signal.resample_poly(y, SR // g, sr // g)

@@ -182,8 +182,8 @@ def render_part(part: Part, work: Path) -> np.ndarray:
     assert r.returncode == 0 and wav.exists(), r.stderr
     y, sr = sf.read(wav, dtype="float32", always_2d=True)
     wav.unlink()                          # 40 MB a stem: only the mix is kept
-    assert sr == SR
-    return y.mean(axis=1)
+    assert sr == SR and y.shape[1] == 2
+    return (y[:, 0] + y[:, 1]) / 2        # the mean of the two (numpy's mean over a row of two: 10× slower)
 
 
 def pink_noise(n: int, rng: np.random.Generator) -> np.ndarray:
