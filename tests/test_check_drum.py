@@ -20,7 +20,7 @@ import pytest
 import soundfile as sf
 from drum_support import SR, synth_drum
 
-from yuexuan.check.drum import band, finder
+from yuexuan.check.drum import align, band, finder
 from yuexuan.cli import main
 from yuexuan.compiler import compile_file
 
@@ -175,3 +175,47 @@ def test_drum_track_recovered_from_a_rendered_recording(rendered, timeline, plan
     ours = al.live_s - start
     assert np.abs(np.subtract.outer(ours, ons)).min(axis=1).max() < 0.050
     assert np.abs(np.subtract.outer(ons, ours)).min(axis=1).max() < 0.050
+
+
+def _follow_written_out(plan, live, shift_s, window_s, fit_last=8, track_s=None):
+    """align.follow's rule, plainly: the line refitted to the last matches before every beat."""
+    import bisect
+    pi, li, used = [], [], [False] * len(live)
+    for i, p in enumerate(plan):
+        if len(pi) >= 2:
+            xs, ys = [plan[k] for k in pi[-fit_last:]], [live[k] for k in li[-fit_last:]]
+            mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+            sxx = sum((x - mx) * (x - mx) for x in xs)
+            pred = my + sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx * (p - mx) if sxx > 0 \
+                else ys[-1] - xs[-1] + p
+        else:
+            pred = live[li[-1]] + (p - plan[pi[-1]]) if pi else p - shift_s
+        j = bisect.bisect_left(live, pred)
+        near = [k for k in (j - 1, j) if 0 <= k < len(live) and not used[k]]
+        if not near:
+            continue
+        best = min(near, key=lambda k: (abs(live[k] - pred), k))
+        reach = window_s if track_s is None or len(pi) < align.TRACKED_AFTER else min(window_s, track_s)
+        if abs(live[best] - pred) <= reach:
+            used[best] = True
+            pi.append(i)
+            li.append(best)
+    return pi, li
+
+
+def test_follow_matches_its_rule_written_out():
+    """align.follow (its line refitted only when a match comes) against the rule written out, on
+    plans, drifting and jittered strokes, strays and gaps drawn afresh (seed printed)."""
+    seed = int(np.random.SeedSequence().entropy % 2 ** 32)
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        n = int(rng.integers(1, 80))
+        plan = np.sort(rng.uniform(1000, 1300, n)) if rng.random() < 0.3 else 1000 + 2.0 * np.arange(n)
+        live = np.concatenate([plan * rng.uniform(0.98, 1.02) + rng.normal(0, 0.02, n) - rng.uniform(-5, 5),
+                               rng.uniform(990, 1310, int(rng.integers(0, 40)))])
+        live = np.sort(live[rng.random(len(live)) > 0.2])
+        args = (float(rng.uniform(-3, 3)), float(rng.uniform(0.1, 1.0)))
+        kw = {"fit_last": int(rng.integers(2, 10)),
+              "track_s": None if rng.random() < 0.3 else float(rng.uniform(0.05, 0.3))}
+        pi, li = align.follow(plan, live, *args, **kw)
+        assert (pi.tolist(), li.tolist()) == _follow_written_out(plan.tolist(), live.tolist(), *args, **kw), seed

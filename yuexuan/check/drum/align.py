@@ -79,19 +79,27 @@ def follow(plan: npt.NDArray[np.float64], live: npt.NDArray[np.float64], shift_s
     pi: list[int] = []
     li: list[int] = []
     used = [False] * n
+    px: list[float] = []                # the matches' planned and live times
+    ly: list[float] = []
+    fitted = -1                         # len(pi) when the line was last fitted (it holds till a match)
+    mx = my = b = 0.0
+    flat = False                        # the last matches' planned times all equal: no slope
     for i, p in enumerate(pl):
         if len(pi) >= 2:
-            xs = [pl[k] for k in pi[-fit_last:]]
-            ys = [lv[k] for k in li[-fit_last:]]
-            mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-            sxx = sum((x - mx) * (x - mx) for x in xs)
-            if sxx > 0:
-                b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-                pred = my + b * (p - mx)
-            else:
-                pred = ys[-1] - xs[-1] + p
+            if fitted != len(pi):
+                xs, ys = px[-fit_last:], ly[-fit_last:]
+                mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+                sxx = sxy = 0.0                 # the sums in the order sum() adds them
+                for x, y in zip(xs, ys):
+                    dx = x - mx
+                    sxx += dx * dx
+                    sxy += dx * (y - my)
+                flat = not sxx > 0
+                b = 0.0 if flat else sxy / sxx
+                fitted = len(pi)
+            pred = ly[-1] - px[-1] + p if flat else my + b * (p - mx)
         elif pi:
-            pred = lv[li[-1]] + (p - pl[pi[-1]])
+            pred = ly[-1] + (p - px[-1])
         else:
             pred = p - shift_s
         # not yuexuan.scoring.nearest: a stroke already matched is passed over for its neighbour
@@ -107,6 +115,8 @@ def follow(plan: npt.NDArray[np.float64], live: npt.NDArray[np.float64], shift_s
             used[best] = True
             pi.append(i)
             li.append(best)
+            px.append(p)
+            ly.append(lv[best])
     return np.array(pi, dtype=np.intp), np.array(li, dtype=np.intp)
 
 
