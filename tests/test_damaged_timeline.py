@@ -545,3 +545,24 @@ def test_play_any_damage_runs_or_is_one_line(tmp_path_factory, base, jack, data)
         code, err = run(*argv("play", src, out))
     assert_clean("play", code, err, src, ("--cues: ", "--from", "--until"))   # the window's own
     event(f"play: exit {code}")
+
+
+@pytest.mark.parametrize("command", ["render", "build", "compile"])
+def test_an_unreadable_syllable_is_one_line(base, tmp_path, command):
+    """A sung or spoken syllable the voices cannot read (a digit, a tone past 5, a sign with no
+    Mandarin reading; drawn afresh, seed printed) is refused on reading, naming the note: the
+    render used to stop on it with a traceback (found by test_any_damage_runs_or_is_one_line)."""
+    import random
+
+    seed = random.randrange(2 ** 32)
+    rng = random.Random(seed)
+    d = copy.deepcopy(base)
+    sung = [i for i, n in enumerate(d["notes"]) if n.get("lyric")]
+    i = rng.choice(sung)
+    d["notes"][i]["lyric"] = rng.choice(["0", "7", "nuo9", "n4o", "★", "é", "ａ"])
+    src = save(d, tmp_path)
+    code, err = run(*argv(command, src, tmp_path))
+    assert code == 2, (seed, err)
+    assert err.strip().splitlines() == [err.strip()] and \
+        f"{src}: notes[{i}].lyric: expected a syllable" in err, (seed, err)
+    assert outputs(tmp_path) == [], (seed, outputs(tmp_path))
