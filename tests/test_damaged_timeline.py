@@ -487,7 +487,7 @@ def _seconds(d: dict) -> float:
         return 0.0
 
 
-@settings(max_examples=EXAMPLES or 40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES or 30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data(), command=st.sampled_from(COMMANDS[:-1]))
 def test_any_damage_runs_or_is_one_line(tmp_path_factory, base, data, command):
     d = data.draw(damaged(base))

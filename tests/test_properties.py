@@ -21,7 +21,7 @@ def run(argv):
     return code, err.getvalue()
 
 
-@settings(max_examples=int(__import__("os").environ.get("YX_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(__import__("os").environ.get("YX_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=mutated_sheet())
 def test_compile_any_sheet(tmp_path_factory, text):
     d = tmp_path_factory.mktemp("p")

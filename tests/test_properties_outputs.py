@@ -62,7 +62,7 @@ def assert_previous_intact(out: Path, names) -> None:
 
 # -- render ------------------------------------------------------------------------------------
 
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
 @given(sheet=mutated_sheet(), cue=st.sampled_from(SELECTIONS), ext=st.sampled_from([".wav", ".flac"]),
        listener=st.sampled_from(["宾", "公", "中庭"]))
 def test_render_any_sheet(tmp_path_factory, sheet, cue, ext, listener):
@@ -110,7 +110,7 @@ class _Tags(html.parser.HTMLParser):
         self.ids.update(v for k, v in attrs if k == "id")
 
 
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
 @given(sheet=mutated_sheet(), cue=st.sampled_from(SELECTIONS))
 def test_guide_any_sheet(tmp_path_factory, sheet, cue):
     d = tmp_path_factory.mktemp("guide")
