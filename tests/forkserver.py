@@ -169,6 +169,12 @@ def _serve(path: str) -> dict:
     for info in pkgutil.walk_packages(yuexuan.__path__, "yuexuan."):
         if info.name != "yuexuan.__main__":
             importlib.import_module(info.name)
+    # and the rite's data files parsed (yuexuan.rite.tomlfile memoises a parse by the file's text,
+    # so a command reading other or changed files parses those)
+    from yuexuan.rite import tomlfile
+    for folder in ("instruments", "pieces", "ceremony", "cues"):
+        for data_file in sorted((ROOT / folder).rglob("*.toml")):
+            tomlfile.load(data_file)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)

@@ -7,6 +7,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import mido
 import pytest
@@ -351,3 +352,28 @@ def test_timeline_json_contract(cli, tmp_path):
     assert drums and all(n["hz"] is None for n in drums)
     from yuexuan.timeline import from_dict, to_dict
     assert to_dict(from_dict(d)) == d
+
+
+def test_a_data_file_read_again_is_parsed_as_tomllib_parses_it(tmp_path):
+    """tomlfile.load memoises a parse by the file's text: a file read again gives tomllib's
+    parse, a copy of its own (a caller changing one leaves the next alone), and a file whose
+    text changed is parsed anew; instrument, piece and cue files drawn afresh (seed printed)."""
+    import random
+    import tomllib
+
+    from yuexuan.rite import tomlfile
+
+    root = Path(__file__).resolve().parent.parent
+    seed = random.randrange(2 ** 32)
+    rng = random.Random(seed)
+    files = sorted((root / "instruments").glob("*.toml")) + sorted((root / "pieces").glob("*.toml")) + \
+        [root / "cues" / "dashe.toml"]
+    for path in rng.sample(files, 6):
+        first, text = tomlfile.load(path)
+        assert first == tomllib.loads(path.read_text(encoding="utf-8")), (seed, path)
+        first.clear()
+        again, _ = tomlfile.load(path)
+        assert again == tomllib.loads(text) and again, (seed, path)
+        edited = tmp_path / path.name
+        edited.write_text(text + "\n[added_by_the_test]\nvalue = 1\n", encoding="utf-8")
+        assert tomlfile.load(edited)[0]["added_by_the_test"] == {"value": 1}, (seed, path)
