@@ -47,12 +47,12 @@ def with_checkout_path(env: dict) -> dict:
     return dict(env, PYTHONPATH=os.pathsep.join([str(ROOT), *rest]))
 
 
-def _fd(stream, default: int, opened: list, pipes: dict, index: int) -> int | None:
+def _fd(stream, index: int, opened: list, pipes: dict) -> int | None:
     """A file descriptor for the child's stream ``index`` (0, 1, 2) from ``stream`` (None, DEVNULL,
     PIPE, a descriptor or a file), or None if only ``subprocess`` can make it. A pipe's child end
     is put in ``opened`` (closed once the child has it) and its own end in ``pipes``."""
     if stream is None:
-        return default
+        return index
     if stream == subprocess.DEVNULL:
         fd = os.open(os.devnull, os.O_RDWR)
         opened.append(fd)
@@ -92,7 +92,7 @@ def popen(argv: list, *, fork: bool = True, cwd=None, env: dict | None = None, s
     forked = None
     try:
         if fork and not kwargs and forkserver.forkable(argv, e):
-            fds = [_fd(s, k, opened, pipes, k) for k, s in enumerate((stdin, stdout, stderr))]
+            fds = [_fd(s, k, opened, pipes) for k, s in enumerate((stdin, stdout, stderr))]
             if None not in fds:
                 forked = forkserver.spawn(argv[3:], cwd=cwd or ROOT, env=e, stdin=fds[0],
                                           stdout=fds[1], stderr=fds[2])

@@ -112,24 +112,22 @@ def _saved(path: str, source: DataSource) -> Timeline:
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"not a yuexuan timeline JSON ({exc})", file=path) from None
     _known_variants(tl, source, path)
-    _readable_lyrics(tl, source, path)
+    _readable_lyrics(tl, path)
     return tl
 
 
-def _readable_lyrics(tl: Timeline, source: DataSource, path: str) -> None:
-    """Every syllable of a saved timeline can be read, as the voices read it: one character, or
-    pinyin with a tone number (the render would stop on another; the compiler writes none)."""
-    from yuexuan import pronunciation
+def _readable_lyrics(tl: Timeline, path: str) -> None:
+    """Every syllable of a saved timeline can be read, by the voices' own reading
+    (:func:`yuexuan.audio.voice.takes.reading_of`: one character, or pinyin with a tone number;
+    the render would stop on another; the compiler writes none)."""
+    from yuexuan.audio.voice.takes import reading_of
 
     read: set[str] = set()
     for i, n in enumerate(tl.notes):
         if not n.lyric or n.lyric in read:
             continue
         try:
-            if n.lyric[0].isascii():
-                pronunciation.split(n.lyric)
-            else:
-                pronunciation.read_syllable(n.lyric, source)
+            reading_of(n.lyric)
         except (ValueError, UserError) as exc:
             why = exc.message if isinstance(exc, UserError) else str(exc)
             raise UserError(f"expected a syllable: one character, or pinyin with a tone number (nuo4); "
